@@ -1,0 +1,127 @@
+package forecast
+
+import "math"
+
+// blended is the objective forecast actually used: the curve ensemble
+// shrunk toward persistence (the last observed value) by how well each
+// predicted the job's own recent past.
+//
+// Learning curves change regime (learning-rate steps, warm-down, overfit)
+// in ways no parametric family sees coming. So Fit refits the curve on the
+// first two thirds of the observed axis range (a hindcast), predicts the
+// held-out last third with both the curve and persistence, and weighs the
+// two by inverse mean squared error. The hindcast error also widens the
+// interval, scaled by how much further the real forecast reaches.
+type blended struct {
+	cf      CurveFit
+	w       float64 // weight of the curve; 1-w goes to persistence
+	persist float64 // last observed value (oriented)
+	hErr    float64 // RMS hindcast error of the blend (oriented units)
+	hSpan   float64 // axis length of the hindcast horizon
+	xLast   float64
+	lo, hi  float64 // physical bounds of the oriented metric (±Inf when none)
+}
+
+// newBlended fits the hindcast and returns the blend around cf.
+func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
+	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x, lo: math.Inf(-1), hi: math.Inf(1)}
+	b.lo, b.hi = physicalBounds(obs)
+	x0, x1 := obs[0].x, b.xLast
+	split := x0 + (x1-x0)*2/3
+	k := 0
+	for k < len(obs) && obs[k].x <= split {
+		k++
+	}
+	if k < s.MinObjectivePoints || len(obs)-k < 2 {
+		return b
+	}
+	d := CurveData{X: make([]float64, k), Y: make([]float64, k)}
+	for i := 0; i < k; i++ {
+		d.X[i], d.Y[i] = obs[i].x, obs[i].y
+	}
+	// The hindcast checks the ensemble's shape, so it refits only the
+	// families that carry the ensemble (at most three), which keeps its cost
+	// a fraction of the main fit's.
+	hs := s.Curves
+	hs.Families = nil
+	for _, m := range cf.Models {
+		if len(hs.Families) == 3 || m.Weight < 0.05 {
+			break
+		}
+		hs.Families = append(hs.Families, m.Family)
+	}
+	hf, err := FitCurves(d, hs)
+	if err != nil || len(hf.Models) == 0 {
+		return b
+	}
+	persist := obs[k-1].y
+	// At most 48 held-out points, evenly spaced: enough for an error
+	// estimate, and the hindcast stays a small share of the forecast's cost.
+	held := obs[k:]
+	stride := (len(held) + 47) / 48
+	var ys, preds []float64
+	for i := 0; i < len(held); i += stride {
+		m, _ := hf.Predict(held[i].x)
+		ys = append(ys, held[i].y)
+		preds = append(preds, m)
+	}
+	var seC, seP float64
+	for i, y := range ys {
+		seC += (preds[i] - y) * (preds[i] - y)
+		seP += (persist - y) * (persist - y)
+	}
+	n := float64(len(ys))
+	mseC, mseP := seC/n, seP/n
+	if mseC+mseP > 0 {
+		b.w = mseP / (mseC + mseP)
+	}
+	// Error of the blend on the hindcast, as the interval's floor.
+	var seB float64
+	for i, y := range ys {
+		e := b.w*preds[i] + (1-b.w)*persist - y
+		seB += e * e
+	}
+	b.hErr = math.Sqrt(seB / n)
+	b.hSpan = x1 - obs[k-1].x
+	return b
+}
+
+// physicalBounds: a maximized metric observed only within [0,1] (accuracy,
+// AUC, mAP) cannot exceed 1, a minimized one observed only >= 0 (a loss)
+// cannot go below 0. Oriented values are -metric for maximize, so the
+// bounds are returned in oriented units.
+func physicalBounds(obs []objPoint) (lo, hi float64) {
+	nonNeg, negUnit := true, true
+	for _, o := range obs {
+		nonNeg = nonNeg && o.y >= 0
+		negUnit = negUnit && o.y <= 0 && o.y >= -1
+	}
+	switch {
+	case nonNeg:
+		return 0, math.Inf(1)
+	case negUnit:
+		return -1, math.Inf(1)
+	}
+	return math.Inf(-1), math.Inf(1)
+}
+
+// predict returns the blended mean and predictive sd at x (oriented).
+func (b blended) predict(x float64, inflation float64) (mean, sd float64) {
+	m, s := b.cf.Predict(x)
+	mean = b.w*m + (1-b.w)*b.persist
+	r := 1.0
+	if b.hSpan > 0 {
+		r = math.Max(1, (x-b.xLast)/b.hSpan)
+	}
+	sd = math.Sqrt(math.Pow(inflation*b.w*s, 2) + b.hErr*b.hErr*r)
+	mean = math.Max(mean, b.lo)
+	return mean, sd
+}
+
+// crossing finds where the blended mean reaches level.
+func (b blended) crossing(level, xFrom, xMax float64) (float64, bool) {
+	if b.w <= 1e-9 {
+		return 0, false
+	}
+	return b.cf.Crossing((level-(1-b.w)*b.persist)/b.w, xFrom, xMax)
+}

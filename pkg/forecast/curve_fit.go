@@ -1,0 +1,1013 @@
+package forecast
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/optimize"
+)
+
+// CurveData is a learning curve oriented so that SMALLER IS BETTER (the
+// caller multiplies a maximize metric by -1). X is the progress axis
+// (training step, or seconds when there is no step), non-decreasing, >= 0.
+type CurveData struct {
+	X, Y []float64
+	W    []float64 // optional non-negative per-point weights; nil means equal weights
+}
+
+// CurveSettings tunes FitCurves. Start from DefaultCurveSettings: the zero
+// value means no recency weighting and a non-robust fit.
+type CurveSettings struct {
+	// Families to fit, by name (see curve_families.go); nil or empty means
+	// all families.
+	Families []string
+	// RecencyWeight (>= 0) puts extra weight on recent points:
+	// w_i *= 1 + RecencyWeight·(x_i/x_max)². Default 2.
+	RecencyWeight float64
+	// MaxFitPoints bounds the number of points fitted: longer curves are
+	// binned down to at most this many weighted means, recent bins denser.
+	// Default 64 (also used when <= 0); at least 8.
+	MaxFitPoints int
+	// Robust fits with a Huber loss (IRLS on standardised residuals), so a
+	// few spikes do not bend the curve.
+	Robust bool
+}
+
+// DefaultCurveSettings returns the settings the planner uses.
+func DefaultCurveSettings() CurveSettings {
+	return CurveSettings{RecencyWeight: 2, MaxFitPoints: 64, Robust: true}
+}
+
+// FittedModel is one fitted curve family.
+type FittedModel struct {
+	Family string
+	// Params in the family's documented parametrization (curve_families.go),
+	// in original x and y units.
+	Params []float64
+	// Weight of the family in the ensemble (the weights sum to 1).
+	Weight float64
+	// IC is the AICc the weight was derived from.
+	IC float64
+	// RSS is the weighted residual sum of squares (Huber-robustified when
+	// Settings.Robust) the IC was computed from, in original y units
+	// squared, with the fit weights scaled to average 1.
+	RSS float64
+}
+
+// CurveFit is an ensemble of fitted curve families.
+type CurveFit struct {
+	Models []FittedModel // sorted by Weight, descending
+	// Sigma is the robust noise scale of one observation around the
+	// ensemble mean, in original y units.
+	Sigma float64
+	N     int     // number of (binned) points fitted
+	XMax  float64 // largest x in the fitted data
+}
+
+// Tuning constants of the fit. They are not settings because changing them
+// changes what the IC weights mean, not just how hard the fit tries.
+const (
+	curveMinDistinctX        = 4
+	curveMinFitPoints        = 8
+	curveDefaultMaxFitPoints = 64
+	// curveRobustMinPoints: below this a MAD scale is meaningless and the
+	// fit is plain weighted least squares.
+	curveRobustMinPoints = 10
+	// curveHuberK is the classic 95 %-efficiency Huber threshold, in robust
+	// standard deviations.
+	curveHuberK = 1.345
+	// curveIRLSRounds reweighting rounds after the initial least-squares
+	// solve of (c, w).
+	curveIRLSRounds = 2
+	// curveVarFloor is the smallest residual variance (normalised y units,
+	// y range = 1) the IC believes: fits closer than that count as exact,
+	// so optimizer round-off cannot decide the weights of perfect fits.
+	curveVarFloor = 1e-14
+	// curveScaleFloor keeps the Huber threshold positive on noise-free data.
+	curveScaleFloor = 1e-9
+	// curveExtrapSlope is the share of the predicted change beyond the data
+	// that Predict treats as one standard deviation of extrapolation error.
+	curveExtrapSlope = 0.25
+)
+
+// FitCurves fits the requested curve families to d and averages them by
+// AICc weight. It returns an error when d has fewer than 4 distinct usable
+// x values or when every family fails; it never panics on bad input.
+//
+// Points with a non-finite or negative x, a non-finite y, or a weight that
+// is not finite and positive are ignored. X need not be sorted (points are
+// ordered by x, ties kept in input order).
+//
+// Each family y = c + w·g(x; θ) is fitted by variable projection on
+// normalised data (x/x_max, y mapped to [0, 1]): for a given θ the weighted
+// least-squares (c, w) follow in closed form, w >= 0 enforced by falling
+// back to the constant model; θ (1 or 2 dims, log scale, box bounded) is
+// searched by a coarse grid and then gonum's Nelder-Mead from the best grid
+// point. With Settings.Robust, the (c, w) solve at every θ is an IRLS with
+// Huber weights on residuals standardised by a common robust scale
+// (1.4826·MAD of the best grid fit), and θ minimises the Huber loss.
+func FitCurves(d CurveData, s CurveSettings) (CurveFit, error) {
+	fams, err := curveSelectFamilies(s.Families)
+	if err != nil {
+		return CurveFit{}, err
+	}
+	if math.IsNaN(s.RecencyWeight) || math.IsInf(s.RecencyWeight, 0) || s.RecencyWeight < 0 {
+		return CurveFit{}, fmt.Errorf("fit curves: recency weight %g is not a finite value >= 0", s.RecencyWeight)
+	}
+	maxPts := s.MaxFitPoints
+	if maxPts <= 0 {
+		maxPts = curveDefaultMaxFitPoints
+	}
+	maxPts = max(maxPts, curveMinFitPoints)
+
+	xs, ys, ws, err := curveCleanData(d)
+	if err != nil {
+		return CurveFit{}, err
+	}
+	if nd := curveDistinct(xs, curveMinDistinctX); nd < curveMinDistinctX {
+		return CurveFit{}, fmt.Errorf("fit curves: %d distinct usable x values, need %d", nd, curveMinDistinctX)
+	}
+	work := newCurveWork(xs, ys, ws, s.RecencyWeight, maxPts)
+	if work.n < curveMinDistinctX {
+		return CurveFit{}, fmt.Errorf("fit curves: only %d points left after binning, need %d", work.n, curveMinDistinctX)
+	}
+	if !(work.units.ys > 0) || math.IsInf(work.units.ys, 0) || math.IsInf(work.units.xs, 0) {
+		if work.units.ys == 0 {
+			return work.flatFit(fams), nil
+		}
+		return CurveFit{}, errors.New("fit curves: x or y range overflows float64")
+	}
+	work.robust = s.Robust && work.n >= curveRobustMinPoints
+	return work.fit(fams)
+}
+
+// curveSelectFamilies resolves Settings.Families to family indices in
+// canonical order, without duplicates.
+func curveSelectFamilies(names []string) ([]int, error) {
+	if len(names) == 0 {
+		idx := make([]int, len(curveFamilies))
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx, nil
+	}
+	want := make([]bool, len(curveFamilies))
+	for _, name := range names {
+		found := false
+		for i := range curveFamilies {
+			if curveFamilies[i].name == name {
+				want[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("fit curves: unknown curve family %q (known: %v)", name, curveFamilyNames())
+		}
+	}
+	var idx []int
+	for i, ok := range want {
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx, nil
+}
+
+// curveCleanData drops unusable points and returns x-sorted copies (or the
+// input slices themselves when they are already clean and sorted, to keep
+// the common path allocation-free). The weights returned average 1 so that
+// the robust scale is that of one average observation.
+func curveCleanData(d CurveData) (x, y, w []float64, err error) {
+	n := len(d.X)
+	if len(d.Y) != n {
+		return nil, nil, nil, fmt.Errorf("fit curves: %d x values but %d y values", n, len(d.Y))
+	}
+	if d.W != nil && len(d.W) != n {
+		return nil, nil, nil, fmt.Errorf("fit curves: %d x values but %d weights", n, len(d.W))
+	}
+	usable := func(i int) bool {
+		x, y := d.X[i], d.Y[i]
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || math.IsNaN(y) || math.IsInf(y, 0) {
+			return false
+		}
+		if d.W != nil {
+			wi := d.W[i]
+			return wi > 0 && !math.IsInf(wi, 1) // NaN fails wi > 0
+		}
+		return true
+	}
+	clean, sorted := true, true
+	for i := 0; i < n; i++ {
+		if !usable(i) {
+			clean = false
+			break
+		}
+		if i > 0 && d.X[i] < d.X[i-1] {
+			sorted = false
+		}
+	}
+	if clean && sorted {
+		x, y, w = d.X, d.Y, d.W
+	} else {
+		type pt struct{ x, y, w float64 }
+		pts := make([]pt, 0, n)
+		for i := 0; i < n; i++ {
+			if !usable(i) {
+				continue
+			}
+			wi := 1.0
+			if d.W != nil {
+				wi = d.W[i]
+			}
+			pts = append(pts, pt{d.X[i], d.Y[i], wi})
+		}
+		slices.SortStableFunc(pts, func(a, b pt) int { return cmp.Compare(a.x, b.x) })
+		x, y = make([]float64, len(pts)), make([]float64, len(pts))
+		if d.W != nil {
+			w = make([]float64, len(pts))
+		}
+		for i, p := range pts {
+			x[i], y[i] = p.x, p.y
+			if w != nil {
+				w[i] = p.w
+			}
+		}
+	}
+	if w != nil {
+		// Rescale to mean 1 (in a copy: the caller's slice is read-only).
+		sum := 0.0
+		for _, v := range w {
+			sum += v
+		}
+		if !(sum > 0) || math.IsInf(sum, 0) {
+			return nil, nil, nil, errors.New("fit curves: weights sum to zero or overflow")
+		}
+		scaled := make([]float64, len(w))
+		k := float64(len(w)) / sum
+		for i, v := range w {
+			scaled[i] = v * k
+		}
+		w = scaled
+	}
+	return x, y, w, nil
+}
+
+// curveDistinct counts distinct values of the sorted x, stopping at limit.
+func curveDistinct(x []float64, limit int) int {
+	if len(x) == 0 {
+		return 0
+	}
+	nd := 1
+	for i := 1; i < len(x) && nd < limit; i++ {
+		if x[i] != x[i-1] {
+			nd++
+		}
+	}
+	return nd
+}
+
+// curveWork holds the binned, normalised data and every buffer one
+// FitCurves call needs, so the optimizer's inner loop does not allocate.
+type curveWork struct {
+	n     int
+	units curveUnits
+	xmax  float64 // original units
+	x0n   float64 // pow3/vapor shift, normalised
+
+	x, y      []float64 // normalised: x in [0, 1], y in [0, 1]
+	wn        []float64 // precision weight: summed observation weight per point
+	wf        []float64 // fit weight: wn with recency, scaled to sum n
+	thr       []float64 // Huber threshold per point (normalised y units)
+	lnx       []float64 // ln x (−Inf at 0)
+	lnShift   []float64 // ln((x + x0)/x0)
+	fracShift []float64 // x/(x + x0)
+
+	g, abs []float64 // scratch
+
+	robust bool
+	scale  float64 // robust scale of one observation (normalised units)
+}
+
+// newCurveWork bins the clean, sorted data and normalises it.
+func newCurveWork(x, y, w []float64, recency float64, maxPts int) *curveWork {
+	xmax := x[len(x)-1]
+	m := min(len(x), maxPts)
+	// One allocation for all per-point arrays.
+	const arrays = 12 // x y wn wf thr lnx lnShift fracShift g abs sumWX sumWY
+	buf := make([]float64, arrays*m)
+	next := func() []float64 {
+		s := buf[:m:m]
+		buf = buf[m:]
+		return s
+	}
+	ws := &curveWork{xmax: xmax}
+	ws.x, ws.y, ws.wn, ws.wf = next(), next(), next(), next()
+	ws.thr, ws.lnx, ws.lnShift, ws.fracShift = next(), next(), next(), next()
+	ws.g, ws.abs = next(), next()
+	sumWX, sumWY := next(), next()
+
+	recencyOf := func(xi float64) float64 {
+		r := xi / xmax
+		return 1 + recency*r*r
+	}
+	weight := func(i int) float64 {
+		if w == nil {
+			return 1
+		}
+		return w[i]
+	}
+	if len(x) <= maxPts {
+		for i := range x {
+			ws.x[i], ws.y[i], ws.wn[i] = x[i], y[i], weight(i)
+			ws.wf[i] = ws.wn[i] * recencyOf(x[i])
+		}
+		ws.n = len(x)
+	} else {
+		edges := curveBinEdges(x[0], xmax, maxPts)
+		b := -1 // current output bin
+		e := 0  // current edge bin
+		for i, xi := range x {
+			newBin := b < 0
+			for e+1 < len(edges)-1 && xi >= edges[e+1] {
+				e++
+				newBin = true
+			}
+			if newBin {
+				b++
+				sumWX[b], sumWY[b], ws.wn[b], ws.wf[b] = 0, 0, 0, 0
+			}
+			wi := weight(i)
+			sumWX[b] += wi * xi
+			sumWY[b] += wi * y[i]
+			ws.wn[b] += wi
+			ws.wf[b] += wi * recencyOf(xi)
+		}
+		ws.n = b + 1
+		for j := 0; j < ws.n; j++ {
+			ws.x[j] = sumWX[j] / ws.wn[j]
+			ws.y[j] = sumWY[j] / ws.wn[j]
+		}
+	}
+	n := ws.n
+	ws.x, ws.y, ws.wn, ws.wf = ws.x[:n], ws.y[:n], ws.wn[:n], ws.wf[:n]
+	ws.thr, ws.lnx, ws.lnShift, ws.fracShift = ws.thr[:n], ws.lnx[:n], ws.lnShift[:n], ws.fracShift[:n]
+	ws.g, ws.abs = ws.g[:n], ws.abs[:n]
+
+	// Normalise.
+	ylo, yhi := ws.y[0], ws.y[0]
+	for _, v := range ws.y {
+		ylo, yhi = min(ylo, v), max(yhi, v)
+	}
+	ws.units = curveUnits{xs: xmax, ylo: ylo, ys: yhi - ylo, x0: curveShift(x, xmax)}
+	ws.x0n = ws.units.x0 / xmax
+	sumF, sumFX := 0.0, 0.0
+	for i, v := range ws.wf {
+		sumF += v
+		sumFX += v * ws.x[i]
+	}
+	// Reference point of the decay-parametrized shapes: the fit-weighted
+	// mean x, where the data pin the curve down best.
+	ws.units.xm = max(sumFX/sumF/xmax, 1e-6)
+	for i := range ws.x {
+		ws.x[i] /= xmax
+		if ws.units.ys > 0 {
+			ws.y[i] = (ws.y[i] - ylo) / ws.units.ys
+		}
+		ws.wf[i] *= float64(n) / sumF
+		ws.lnx[i] = math.Log(ws.x[i])
+		ws.lnShift[i] = math.Log1p(ws.x[i] / ws.x0n)
+		ws.fracShift[i] = ws.x[i] / (ws.x[i] + ws.x0n)
+	}
+	return ws
+}
+
+// curveShift is the fixed shift x0 of pow3 and vapor: the first positive x,
+// but at most 1 % of the x range, so that x = 0 is finite without
+// flattening the start of the curve.
+func curveShift(x []float64, xmax float64) float64 {
+	x0 := 0.01 * xmax
+	for _, v := range x {
+		if v > 0 {
+			return min(v, x0)
+		}
+	}
+	return x0
+}
+
+// curveBinEdges returns nb+1 increasing bin edges over [xmin, xmax]. The last
+// quarter of the range gets half of the bins, equally wide, so the recent
+// tail keeps its resolution; the first three quarters are split evenly in
+// ln(1 + (x−xmin)/h) with h = 1/20 of that span: narrow bins at the steep
+// start, wide ones in the middle where the curve bends slowly.
+func curveBinEdges(xmin, xmax float64, nb int) []float64 {
+	nTail := nb / 2
+	nHead := nb - nTail
+	span := xmax - xmin
+	cut := xmin + 0.75*span
+	edges := make([]float64, 0, nb+1)
+	h := (cut - xmin) / 20
+	top := math.Log(21)
+	for k := 0; k < nHead; k++ {
+		edges = append(edges, xmin+h*math.Expm1(top*float64(k)/float64(nHead)))
+	}
+	for k := 0; k < nTail; k++ {
+		edges = append(edges, cut+(xmax-cut)*float64(k)/float64(nTail))
+	}
+	return append(edges, math.Inf(1)) // the last bin is closed on the right
+}
+
+// project solves the weighted least squares y ≈ c + w·g for (c, w) with
+// weights v, enforcing w >= 0 by falling back to the constant model.
+func (ws *curveWork) project(v []float64) (c, w float64) {
+	g, y := ws.g, ws.y
+	var s curveSums
+	for i, vi := range v {
+		s.add(vi, g[i], y[i])
+	}
+	return s.solve()
+}
+
+// curveSums are the weighted sums of the 2x2 normal equations. One pass of
+// raw sums is accurate enough here: g and y are normalised to [0, 1] and
+// every shape's bounds keep g varying by several per cent over the data,
+// so the centring loses at most a few digits.
+type curveSums struct{ sw, sg, sy, sgg, sgy float64 }
+
+func (s *curveSums) add(v, g, y float64) {
+	vg := v * g
+	s.sw += v
+	s.sg += vg
+	s.sy += v * y
+	s.sgg += vg * g
+	s.sgy += vg * y
+}
+
+// solve returns the least-squares (c, w), or the constant model (weighted
+// mean, w = 0) when the slope is not positive or not determined.
+func (s *curveSums) solve() (c, w float64) {
+	if !(s.sw > 0) {
+		return 0, 0
+	}
+	mg, my := s.sg/s.sw, s.sy/s.sw
+	vgg := s.sgg - s.sg*mg
+	vgy := s.sgy - s.sg*my
+	if !(vgg > 1e-12*s.sw) || !(vgy > 0) {
+		return my, 0
+	}
+	w = vgy / vgg
+	return my - w*mg, w
+}
+
+// solve returns the loss of the current ws.g and the (c, w) attaining it:
+// the weighted RSS, or with ws.robust the Huber loss after IRLS rounds.
+func (ws *curveWork) solve() (loss, c, w float64) {
+	g, y, wf, thr := ws.g, ws.y, ws.wf, ws.thr
+	c, w = ws.project(wf)
+	if ws.robust {
+		for round := 0; round < curveIRLSRounds; round++ {
+			// Huber weights from the current residuals, summed straight
+			// into the next solve's normal equations.
+			var s curveSums
+			clipped := false
+			for i, wi := range wf {
+				if a := math.Abs(y[i] - c - w*g[i]); a > thr[i] {
+					wi *= thr[i] / a
+					clipped = true
+				}
+				s.add(wi, g[i], y[i])
+			}
+			if !clipped {
+				break // the weights would not change the solution
+			}
+			c, w = s.solve()
+		}
+	}
+	for i, wi := range wf {
+		r := y[i] - c - w*g[i]
+		if a, t := math.Abs(r), thr[i]; ws.robust && a > t {
+			loss += wi * (2*t*a - t*t)
+		} else {
+			loss += wi * r * r
+		}
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return math.Inf(1), c, w
+	}
+	return loss, c, w
+}
+
+// shapeResult is one fitted shape.
+type shapeResult struct {
+	fit  shapeFit
+	loss float64 // normalised units
+	ok   bool
+}
+
+// shapeSearch is the per-shape state between the grid and the simplex.
+type shapeSearch struct {
+	shape *curveShape
+	lo    [2]float64 // bounds in search coordinates
+	hi    [2]float64
+	best  [2]float64 // best grid point, search coordinates
+	simp  [3][2]float64
+	gridF float64
+}
+
+// toTheta maps search coordinates t to theta (clamped to the box) and
+// returns the squared distance by which t was outside the box.
+func (sh *shapeSearch) toTheta(t, theta []float64) (out float64) {
+	for k, dim := range sh.shape.dims {
+		v := t[k]
+		if v < sh.lo[k] {
+			out += (sh.lo[k] - v) * (sh.lo[k] - v)
+			v = sh.lo[k]
+		} else if v > sh.hi[k] {
+			out += (v - sh.hi[k]) * (v - sh.hi[k])
+			v = sh.hi[k]
+		}
+		if dim.log {
+			v = math.Exp(v)
+		}
+		theta[k] = v
+	}
+	return out
+}
+
+// eval is the search objective at t: the loss, increased outside the box
+// so that Nelder-Mead is pushed back to the bounds.
+var dbgEvals = map[string]int{}
+var dbgSkipNM = false
+var dbgB1, dbgP1, dbgB2, dbgP2, dbgRel = 25, 4, 45, 6, 1e-6
+
+func (ws *curveWork) eval(sh *shapeSearch, t []float64) float64 {
+	dbgEvals[sh.shape.name]++
+	var theta [2]float64
+	th := theta[:len(sh.shape.dims)]
+	out := sh.toTheta(t, th)
+	sh.shape.fill(ws, th)
+	loss, _, _ := ws.solve()
+	if out > 0 {
+		loss = loss*(1+10*out) + 1e-12*out
+	}
+	return loss
+}
+
+// grid evaluates the plain least-squares loss on the coarse grid, keeps the
+// best point and builds the initial simplex from its better neighbour in
+// every dimension.
+func (ws *curveWork) grid(sh *shapeSearch) {
+	dims := sh.shape.dims
+	coord := func(k, i int) float64 {
+		return sh.lo[k] + (sh.hi[k]-sh.lo[k])*float64(i)/float64(dims[k].grid-1)
+	}
+	robust := ws.robust
+	ws.robust = false
+	defer func() { ws.robust = robust }()
+	var t [2]float64
+	n1 := 1
+	if len(dims) == 2 {
+		n1 = dims[1].grid
+	}
+	// Values of the grid, row-major; at most 16x16.
+	var vals [256]float64
+	bi, bj, bf := 0, 0, math.Inf(1)
+	for i := 0; i < dims[0].grid; i++ {
+		t[0] = coord(0, i)
+		for j := 0; j < n1; j++ {
+			if len(dims) == 2 {
+				t[1] = coord(1, j)
+			}
+			f := ws.eval(sh, t[:len(dims)])
+			vals[i*n1+j] = f
+			if f < bf {
+				bi, bj, bf = i, j, f
+			}
+		}
+	}
+	sh.gridF = bf
+	sh.best = [2]float64{coord(0, bi), 0}
+	if len(dims) == 2 {
+		sh.best[1] = coord(1, bj)
+	}
+	// Better neighbour along each axis (the only one at an edge).
+	neighbour := func(i, last int, at func(int) float64) int {
+		switch {
+		case i == 0:
+			return 1
+		case i == last:
+			return last - 1
+		case at(i-1) < at(i+1):
+			return i - 1
+		default:
+			return i + 1
+		}
+	}
+	sh.simp[0] = sh.best
+	ni := neighbour(bi, dims[0].grid-1, func(i int) float64 { return vals[i*n1+bj] })
+	sh.simp[1] = sh.best
+	sh.simp[1][0] = coord(0, ni)
+	if len(dims) == 2 {
+		nj := neighbour(bj, n1-1, func(j int) float64 { return vals[bi*n1+j] })
+		sh.simp[2] = sh.best
+		sh.simp[2][1] = coord(1, nj)
+	}
+}
+
+// nelderMead refines the grid optimum with gonum's Nelder-Mead, starting
+// from the grid simplex, and returns the best search point.
+func (ws *curveWork) nelderMead(sh *shapeSearch) []float64 {
+	dim := len(sh.shape.dims)
+	verts := make([][]float64, dim+1)
+	vals := make([]float64, dim+1)
+	for k := range verts {
+		verts[k] = sh.simp[k][:dim:dim]
+		vals[k] = ws.eval(sh, verts[k])
+	}
+	bestK := 0
+	for k := range vals {
+		if vals[k] < vals[bestK] {
+			bestK = k
+		}
+	}
+	budget, patience := dbgB1, dbgP1
+	if dim == 2 {
+		budget, patience = dbgB2, dbgP2
+	}
+	problem := optimize.Problem{Func: func(t []float64) float64 { return ws.eval(sh, t) }}
+	settings := &optimize.Settings{
+		InitValues:      &optimize.Location{F: vals[bestK]},
+		FuncEvaluations: budget,
+		Converger:       &optimize.FunctionConverge{Absolute: 1e-15, Relative: dbgRel, Iterations: patience},
+	}
+	method := &optimize.NelderMead{InitialVertices: verts, InitialValues: vals}
+	res, err := optimize.Minimize(problem, verts[bestK], settings, method)
+	if err != nil || res == nil || !(res.F <= vals[bestK]) {
+		// Keep the grid simplex's best point: it is a valid (if coarse) fit.
+		return slices.Clone(verts[bestK])
+	}
+	return res.X
+}
+
+// fitShape fits one shape at the common robust scale.
+func (ws *curveWork) fitShape(sh *shapeSearch) shapeResult {
+	var t []float64
+	if dbgSkipNM {
+		t = sh.best[:len(sh.shape.dims)]
+	} else {
+		t = ws.nelderMead(sh)
+	}
+	theta := make([]float64, len(sh.shape.dims))
+	sh.toTheta(t, theta)
+	sh.shape.fill(ws, theta)
+	loss, c, w := ws.solve()
+	ok := !math.IsInf(loss, 0) && !math.IsNaN(c) && !math.IsNaN(w)
+	return shapeResult{fit: shapeFit{theta: theta, c: c, w: w}, loss: loss, ok: ok}
+}
+
+// robustScale sets the common Huber scale from the best grid fits: the
+// smallest 1.4826·MAD over the shapes of the residuals standardised by
+// observation weight (the best-fitting shape has the least lack of fit in
+// its residuals).
+func (ws *curveWork) robustScale(searches []*shapeSearch) {
+	scale := math.Inf(1)
+	var theta [2]float64
+	for _, sh := range searches {
+		th := theta[:len(sh.shape.dims)]
+		sh.toTheta(sh.best[:len(th)], th)
+		sh.shape.fill(ws, th)
+		c, w := ws.project(ws.wf)
+		for i := range ws.abs {
+			ws.abs[i] = math.Abs(ws.y[i]-c-w*ws.g[i]) * math.Sqrt(ws.wn[i])
+		}
+		scale = min(scale, 1.4826*curveMedianInPlace(ws.abs))
+	}
+	ws.scale = max(scale, curveScaleFloor)
+	for i, wn := range ws.wn {
+		ws.thr[i] = curveHuberK * ws.scale / math.Sqrt(wn)
+	}
+}
+
+// curveMedianInPlace returns the median of v, reordering v.
+func curveMedianInPlace(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	m := len(v) / 2
+	if len(v)%2 == 1 {
+		return v[m]
+	}
+	return (v[m-1] + v[m]) / 2
+}
+
+// fit runs the grid for every distinct shape, fixes the robust scale, refines
+// each shape and assembles the ensemble.
+func (ws *curveWork) fit(fams []int) (CurveFit, error) {
+	// Distinct shapes, in family order.
+	var searches []*shapeSearch
+	shapeOf := make([]int, len(fams))
+	for fi, f := range fams {
+		shape := curveFamilies[f].shape
+		idx := slices.IndexFunc(searches, func(s *shapeSearch) bool { return s.shape == shape })
+		if idx < 0 {
+			sh := &shapeSearch{shape: shape}
+			for k, d := range shape.dims {
+				sh.lo[k], sh.hi[k] = d.lo, d.hi
+				if d.log {
+					sh.lo[k], sh.hi[k] = math.Log(d.lo), math.Log(d.hi)
+				}
+			}
+			searches = append(searches, sh)
+			idx = len(searches) - 1
+		}
+		shapeOf[fi] = idx
+	}
+	for _, sh := range searches {
+		ws.grid(sh)
+	}
+	if ws.robust {
+		ws.robustScale(searches)
+	}
+	results := make([]shapeResult, len(searches))
+	fitted := make([][]float64, len(searches)) // fitted normalised y per shape
+	for k, sh := range searches {
+		results[k] = ws.fitShape(sh)
+		if results[k].ok {
+			f := results[k].fit
+			fitted[k] = make([]float64, ws.n)
+			for i, g := range ws.g {
+				fitted[k][i] = f.c + f.w*g
+			}
+		}
+	}
+
+	// Information criterion per family.
+	n := float64(ws.n)
+	ys2 := ws.units.ys * ws.units.ys
+	cf := CurveFit{N: ws.n, XMax: ws.xmax}
+	var modelShape []int
+	for fi, f := range fams {
+		fam := &curveFamilies[f]
+		r := results[shapeOf[fi]]
+		if !r.ok {
+			continue
+		}
+		p := fam.params(r.fit, ws.units)
+		if !curveModelFinite(fam, p, ws.xmax) {
+			continue
+		}
+		k := float64(2 + len(fam.shape.dims) + 1) // c, w, θ and the noise variance
+		rss := r.loss * ys2
+		ic := n*math.Log(max(r.loss/n, curveVarFloor)*ys2) + 2*k + 2*k*(k+1)/max(n-k-1, 1)
+		cf.Models = append(cf.Models, FittedModel{Family: fam.name, Params: p, IC: ic, RSS: rss, Weight: fam.prior})
+		modelShape = append(modelShape, shapeOf[fi])
+	}
+	if len(cf.Models) == 0 {
+		return CurveFit{}, errors.New("fit curves: every curve family failed to fit")
+	}
+	curveAkaikeWeights(cf.Models)
+
+	// Robust noise scale of one observation around the ensemble mean, with
+	// a degrees-of-freedom correction for the parameters fitted.
+	pEff := 0.0
+	for i := range ws.abs {
+		ws.abs[i] = 0
+	}
+	for m, model := range cf.Models {
+		yhat := fitted[modelShape[m]]
+		for i := range ws.abs {
+			ws.abs[i] += model.Weight * yhat[i]
+		}
+		pEff += model.Weight * float64(len(model.Params)-1)
+	}
+	for i := range ws.abs {
+		ws.abs[i] = math.Abs(ws.y[i]-ws.abs[i]) * math.Sqrt(ws.wn[i])
+	}
+	dof := math.Sqrt(n / max(n-pEff, 1))
+	cf.Sigma = 1.4826 * curveMedianInPlace(ws.abs) * dof * ws.units.ys
+
+	slices.SortStableFunc(cf.Models, func(a, b FittedModel) int { return cmp.Compare(b.Weight, a.Weight) })
+	return cf, nil
+}
+
+// curveAkaikeWeights turns the IC of each model (whose Weight holds its
+// prior on entry) into normalised weights prior·exp(−ΔIC/2).
+func curveAkaikeWeights(models []FittedModel) {
+	best := math.Inf(1)
+	for _, m := range models {
+		best = min(best, m.IC)
+	}
+	sum := 0.0
+	for i := range models {
+		models[i].Weight *= math.Exp(-(models[i].IC - best) / 2)
+		sum += models[i].Weight
+	}
+	for i := range models {
+		models[i].Weight /= sum
+	}
+}
+
+// curveModelFinite reports whether the params are finite and the curve is
+// finite on [0, 4·xmax], where the planner extrapolates.
+func curveModelFinite(fam *curveFamily, p []float64, xmax float64) bool {
+	for _, v := range p {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	for k := 0; k <= 16; k++ {
+		v := fam.curve(p, xmax*float64(k)/4)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// flatFit is the fit of a constant curve: every family degenerates to its
+// constant model (w = 0) at the constant, with θ at the centre of its box.
+func (ws *curveWork) flatFit(fams []int) CurveFit {
+	n := float64(ws.n)
+	cf := CurveFit{N: ws.n, XMax: ws.xmax}
+	for _, f := range fams {
+		fam := &curveFamilies[f]
+		theta := make([]float64, len(fam.shape.dims))
+		for k, d := range fam.shape.dims {
+			theta[k] = (d.lo + d.hi) / 2
+			if d.log {
+				theta[k] = math.Sqrt(d.lo * d.hi)
+			}
+		}
+		p := fam.params(shapeFit{theta: theta}, ws.units)
+		k := float64(2 + len(fam.shape.dims) + 1)
+		// The variance floor relative to the level, as there is no range.
+		ic := n*math.Log(curveVarFloor*max(ws.units.ylo*ws.units.ylo, 1)) + 2*k + 2*k*(k+1)/max(n-k-1, 1)
+		cf.Models = append(cf.Models, FittedModel{Family: fam.name, Params: p, IC: ic, Weight: fam.prior})
+	}
+	curveAkaikeWeights(cf.Models)
+	slices.SortStableFunc(cf.Models, func(a, b FittedModel) int { return cmp.Compare(b.Weight, a.Weight) })
+	return cf
+}
+
+// PredictModel returns model i's prediction at x (clamped to x >= 0; NaN
+// is treated as 0), or NaN when i is out of range or the family unknown.
+func (f CurveFit) PredictModel(i int, x float64) float64 {
+	if i < 0 || i >= len(f.Models) {
+		return math.NaN()
+	}
+	m := f.Models[i]
+	fam, ok := lookupCurveFamily(m.Family)
+	if !ok || len(m.Params) < 2+len(fam.shape.dims) {
+		return math.NaN()
+	}
+	if !(x > 0) {
+		x = 0 // also NaN
+	}
+	return fam.curve(m.Params, x)
+}
+
+// ensemble returns the weight-averaged prediction at x and the weighted
+// variance of the model predictions. Models with a non-finite prediction
+// are skipped; ok is false when none is left.
+func (f CurveFit) ensemble(x float64) (mean, variance float64, ok bool) {
+	var sw float64
+	for i, m := range f.Models {
+		p := f.PredictModel(i, x)
+		if math.IsNaN(p) || math.IsInf(p, 0) || !(m.Weight > 0) {
+			continue
+		}
+		sw += m.Weight
+		mean += m.Weight * p
+	}
+	if !(sw > 0) || math.IsInf(sw, 0) {
+		return 0, 0, false
+	}
+	mean /= sw
+	for i, m := range f.Models {
+		p := f.PredictModel(i, x)
+		if math.IsNaN(p) || math.IsInf(p, 0) || !(m.Weight > 0) {
+			continue
+		}
+		variance += m.Weight * (p - mean) * (p - mean)
+	}
+	return mean, variance / sw, true
+}
+
+// Predict returns the ensemble mean at x and its predictive standard
+// deviation, combining the disagreement between the models (weighted
+// variance of their predictions), the noise Sigma, and an extrapolation
+// term that grows with h = (x − XMax)/XMax: h·Sigma plus a quarter of the
+// change the ensemble predicts beyond XMax. Both values are always finite;
+// a CurveFit without models predicts (0, 0).
+func (f CurveFit) Predict(x float64) (mean, sd float64) {
+	mean, variance, ok := f.ensemble(x)
+	if !ok || math.IsInf(mean, 0) {
+		return 0, 0
+	}
+	sigma := f.Sigma
+	if math.IsNaN(sigma) || math.IsInf(sigma, 0) || sigma < 0 {
+		sigma = 0
+	}
+	sd2 := variance + sigma*sigma
+	if f.XMax > 0 && x > f.XMax {
+		h := min((x-f.XMax)/f.XMax, 1e6) // x = +Inf would make the term infinite
+		sd2 += h * h * sigma * sigma
+		if atMax, _, ok := f.ensemble(f.XMax); ok {
+			d := curveExtrapSlope * (mean - atMax)
+			sd2 += d * d
+		}
+	}
+	sd = math.Sqrt(sd2)
+	if math.IsNaN(sd) || math.IsInf(sd, 0) {
+		sd = math.MaxFloat64
+	}
+	return mean, sd
+}
+
+// Asymptote returns the weighted asymptote (x → ∞) of the models. Every
+// family has c as its asymptote; models without a finite one are left out
+// and the weights renormalised. ok is false when no model has one.
+func (f CurveFit) Asymptote() (value float64, ok bool) {
+	var sw float64
+	for i, m := range f.Models {
+		if !(m.Weight > 0) || len(m.Params) == 0 {
+			continue
+		}
+		a := f.PredictModel(i, math.Inf(1))
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			continue
+		}
+		sw += m.Weight
+		value += m.Weight * a
+	}
+	if !(sw > 0) {
+		return 0, false
+	}
+	return value / sw, true
+}
+
+// Crossing returns the first x in [xFrom, xMax] where the ensemble mean is
+// <= level: a scan of the interval for the first bracket, then bisection
+// within it. ok is false when the mean stays above level up to xMax or the
+// arguments are invalid.
+func (f CurveFit) Crossing(level, xFrom, xMax float64) (x float64, ok bool) {
+	if len(f.Models) == 0 || math.IsNaN(level) || math.IsNaN(xFrom) || math.IsNaN(xMax) {
+		return 0, false
+	}
+	xFrom = max(xFrom, 0)
+	if xMax < xFrom || math.IsInf(xFrom, 0) {
+		return 0, false
+	}
+	if math.IsInf(xMax, 1) {
+		xMax = math.MaxFloat64
+	}
+	below := func(x float64) bool {
+		m, _, ok := f.ensemble(x)
+		return ok && m <= level
+	}
+	if below(xFrom) {
+		return xFrom, true
+	}
+	// Every family is non-increasing, so the mean is too and bisection on
+	// [xFrom, xMax] would do; the scan guards against a user-built CurveFit
+	// that is not. Points are spaced evenly in ln(1 + (x−xFrom)/step0) so a
+	// far xMax does not leave the near range unexamined.
+	const scan = 64
+	span := xMax - xFrom
+	if !(span > 0) {
+		return 0, false // the mean at xFrom = xMax is above level
+	}
+	step0 := span / 1e4
+	top := math.Log1p(span / step0)
+	lo := xFrom
+	hi := math.NaN()
+	for k := 1; k <= scan; k++ {
+		xk := xFrom + step0*math.Expm1(top*float64(k)/scan)
+		if k == scan {
+			xk = xMax
+		}
+		if below(xk) {
+			hi = xk
+			break
+		}
+		lo = xk
+	}
+	if math.IsNaN(hi) {
+		return 0, false
+	}
+	for i := 0; i < 200 && hi-lo > 1e-12*max(hi, 1e-300); i++ {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if below(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
+}

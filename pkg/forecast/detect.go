@@ -1,0 +1,219 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+)
+
+// reportStats summarises how often a job normally reports: the median and
+// 95th percentile of the intervals between stored points (heartbeats that
+// repeated the previous report are collapsed and do not count).
+func reportStats(pts []Point) (med, p95 float64, ok bool) {
+	if len(pts) < 3 {
+		return 0, 0, false
+	}
+	d := make([]float64, 0, len(pts)-1)
+	for i := 1; i < len(pts); i++ {
+		if pts[i].Seg == pts[i-1].Seg && pts[i].T > pts[i-1].T {
+			d = append(d, pts[i].T-pts[i-1].T)
+		}
+	}
+	if len(d) < 2 {
+		return 0, 0, false
+	}
+	sortFloats(d)
+	return median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
+}
+
+// lastProgress is the time of the latest point at which the job showed
+// progress: its axis moved, or (with no axis) any stored value changed.
+func lastProgress(h *History, axis axisKind, now float64) float64 {
+	pts := h.points
+	last := math.NaN()
+	for i := len(pts) - 1; i >= 0; i-- {
+		if pts[i].T > now {
+			continue
+		}
+		if math.IsNaN(last) {
+			last = pts[i].T
+		}
+		if i == 0 {
+			return pts[0].T
+		}
+		x, px := axis.value(pts[i]), axis.value(pts[i-1])
+		moved := axis != axisTime && !math.IsNaN(x) && (math.IsNaN(px) || x != px)
+		if moved || (axis == axisTime && h.informative(i)) || pts[i].Seg != pts[i-1].Seg {
+			return pts[i].T
+		}
+	}
+	return last
+}
+
+// hangThreshold: a job is hung when it shows no progress for twice its
+// normal report interval (or its 95th-percentile interval, whichever is
+// longer, capped at three intervals) plus a fixed slack for scheduling
+// jitter.
+func hangThreshold(med, p95 float64, s Settings) float64 {
+	base := math.Min(math.Max(s.HangMultiple*med, p95), (s.HangMultiple+1)*med)
+	return base + s.HangSlack
+}
+
+// divergence looks for a rise of the objective (oriented: smaller is
+// better) beyond the curve's own noise: the last two observations both
+// worse than the best by more than max(DivergeNoise·σ, DivergeShare·gain),
+// or the latest one worse by more than the whole gain so far. σ is the
+// robust scale of successive differences of the observations.
+func divergence(obs []objPoint, s Settings) (bool, string) {
+	n := len(obs)
+	if n < 5 {
+		return false, ""
+	}
+	best, first := math.Inf(1), obs[0].y
+	for _, o := range obs[:n-2] {
+		best = math.Min(best, o.y)
+	}
+	gain := first - best
+	diffs := make([]float64, 0, n-1)
+	for i := 1; i < n-2; i++ {
+		diffs = append(diffs, math.Abs(obs[i].y-obs[i-1].y))
+	}
+	sigma := 1.4826 * median(diffs) / math.Sqrt2
+	thr := math.Max(s.DivergeNoise*sigma, s.DivergeShare*gain)
+	if thr <= 0 {
+		return false, ""
+	}
+	a, b := obs[n-2].y-best, obs[n-1].y-best
+	if (a > thr && b > thr && b >= a) || b > math.Max(thr, gain) {
+		return true, fmt.Sprintf("objective worse than its best by %.3g (threshold %.3g: %.0f× noise or %.0f%% of the gain so far)",
+			b, thr, s.DivergeNoise, 100*s.DivergeShare)
+	}
+	return false, ""
+}
+
+// integrity checks tenant-reported progress against the job's own step
+// history. It never trusts reported percentage or ETA; it only compares
+// them with what the counters show.
+func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Integrity {
+	var in Integrity
+	pts := h.points
+	var seen []Point
+	for _, p := range pts {
+		if p.T <= now {
+			seen = append(seen, p)
+		}
+	}
+	if len(seen) == 0 {
+		return in
+	}
+	last := seen[len(seen)-1]
+	hasCounter := axis != axisTime
+	// Progress without steps: reported progress moved since the counter
+	// last moved (in this segment), or progress is reported with no counter.
+	if !math.IsNaN(last.Progress) && last.Progress > 0 {
+		if !hasCounter {
+			in.ProgressWithoutSteps = true
+			in.Issues = append(in.Issues, "progress reported without any step or epoch counter")
+		} else if j := lastCounterMove(seen, axis); j >= 0 && !math.IsNaN(seen[j].Progress) &&
+			last.Progress > seen[j].Progress+0.005 {
+			in.ProgressWithoutSteps = true
+			in.Issues = append(in.Issues, fmt.Sprintf("progress moved %.0f%%→%.0f%% while the step counter stood still",
+				100*seen[j].Progress, 100*last.Progress))
+		}
+	}
+	// Reported vs counter-derived progress.
+	if f := last.Fraction(); !math.IsNaN(f) && !math.IsNaN(last.Progress) {
+		gap := last.Progress - f
+		in.ReportedProgressGap = &gap
+		if gap > 0.05 {
+			in.Issues = append(in.Issues, fmt.Sprintf("reported progress %.0f%% is ahead of the counters' %.0f%%", 100*last.Progress, 100*f))
+		}
+	}
+	// Jump: the latest increment's rate against the median historical rate,
+	// on the counter axis and on reported progress.
+	jr := math.Max(jumpRatio(seen, axis.value), jumpRatio(seen, func(p Point) float64 { return p.Progress }))
+	if !math.IsNaN(jr) && jr > 0 {
+		in.JumpRatio = &jr
+		if jr >= 10 {
+			in.Issues = append(in.Issues, fmt.Sprintf("latest progress moved %.0f× faster than the job's median rate", jr))
+		}
+	}
+	// Reported ETA vs the planner's.
+	if !math.IsNaN(last.ReportedETA) && plannerETA.Known && plannerETA.Value > 0 {
+		r := last.ReportedETA / plannerETA.Value
+		in.ETARatio = &r
+		if r < 0.25 && plannerETA.Value-last.ReportedETA > 300 {
+			in.Issues = append(in.Issues, fmt.Sprintf("reported ETA %.0fs is far below the step history's %.0fs", last.ReportedETA, plannerETA.Value))
+		}
+	}
+	// ETA that never shrinks over the recent reports.
+	var etas []Point
+	for i := len(seen) - 1; i >= 0 && len(etas) < 8 && seen[i].Seg == last.Seg; i-- {
+		if !math.IsNaN(seen[i].ReportedETA) {
+			etas = append(etas, seen[i])
+		}
+	}
+	if len(etas) >= 8 {
+		newest, oldest := etas[0], etas[len(etas)-1]
+		span := newest.T - oldest.T
+		if span >= 60 && span >= 0.1*(newest.T-seen[0].T) && newest.ReportedETA >= oldest.ReportedETA && newest.ReportedETA > 0 {
+			in.ETANotShrinking = true
+			in.Issues = append(in.Issues, fmt.Sprintf("reported ETA did not shrink over the last %.0fs (%.0fs→%.0fs)", newest.T-oldest.T, oldest.ReportedETA, newest.ReportedETA))
+		}
+	}
+	return in
+}
+
+// lastCounterMove is the index of the latest point of the last segment at
+// which the progress counter moved (or the segment's first point), -1 when
+// there is none.
+func lastCounterMove(pts []Point, axis axisKind) int {
+	n := len(pts)
+	if n == 0 {
+		return -1
+	}
+	seg := pts[n-1].Seg
+	for i := n - 1; i > 0 && pts[i-1].Seg == seg; i-- {
+		x, px := axis.value(pts[i]), axis.value(pts[i-1])
+		if !math.IsNaN(x) && x != px {
+			return i
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		if i == 0 || pts[i-1].Seg != seg {
+			return i
+		}
+	}
+	return -1
+}
+
+// jumpRatio is the largest ratio, within the latest segment, of one
+// increment's rate to the median rate of the (up to 16) increments before it: a
+// forged jump stays visible after the job resumes normal-looking reports.
+// NaN when there is too little history.
+func jumpRatio(pts []Point, value func(Point) float64) float64 {
+	var rates []float64
+	worst := math.NaN()
+	prev := -1
+	for i := range pts {
+		v := value(pts[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		if prev >= 0 && pts[i].Seg != pts[prev].Seg {
+			rates, worst = rates[:0], math.NaN()
+		} else if prev >= 0 {
+			dv, dt := v-value(pts[prev]), pts[i].T-pts[prev].T
+			if dv > 0 && dt > 0 {
+				r := dv / dt
+				if len(rates) >= 3 {
+					if m := median(rates[max(0, len(rates)-16):]); m > 0 && (math.IsNaN(worst) || r/m > worst) {
+						worst = r / m
+					}
+				}
+				rates = append(rates, r)
+			}
+		}
+		prev = i
+	}
+	return worst
+}

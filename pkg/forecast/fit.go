@@ -1,0 +1,410 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+)
+
+// Settings tune Fit. DefaultSettings documents every default.
+type Settings struct {
+	// Interval is the coverage of prediction intervals (0.8 = 80 %).
+	Interval float64
+	// MinObjectivePoints is the fewest distinct objective observations a
+	// curve is fitted on.
+	MinObjectivePoints int
+	// PlateauEpsilon: a job has plateaued when its expected remaining
+	// improvement is below this share of the improvement it made so far.
+	PlateauEpsilon float64
+	// PlateauThreshold is the plateau probability at which Forecast.Plateaued
+	// is set.
+	PlateauThreshold float64
+	// HangMultiple and HangSlack: hung after HangMultiple normal report
+	// intervals (up to one more for irregular reporters) plus HangSlack
+	// seconds without progress.
+	HangMultiple float64
+	HangSlack    float64
+	// DivergeNoise and DivergeShare: diverging when the objective is worse
+	// than its best by more than max(DivergeNoise·σ, DivergeShare·gain).
+	DivergeNoise float64
+	DivergeShare float64
+	// IntervalInflation widens the curve's predictive spread; learning
+	// curves change regime (schedules, decay) in ways no family sees, so
+	// the raw spread is too narrow. Calibrated by `planner backtest`
+	// (docs/backtest.md).
+	IntervalInflation float64
+	// Curves are the curve-fitting settings.
+	Curves CurveSettings
+	// EndStep overrides the planned end on the progress axis (nil: the
+	// job's total, or the target crossing). The backtest sets it for runs
+	// that ended early, as the baseline does.
+	EndStep *float64
+}
+
+// DefaultSettings returns the documented defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		Interval:           0.8,
+		MinObjectivePoints: 4,
+		PlateauEpsilon:     0.01,
+		PlateauThreshold:   0.8,
+		HangMultiple:       2,
+		HangSlack:          45,
+		DivergeNoise:       6,
+		DivergeShare:       0.2,
+		IntervalInflation:  2,
+		Curves:             DefaultCurveSettings(),
+	}
+}
+
+// zFor returns the two-sided normal quantile for a central interval.
+func zFor(coverage float64) float64 {
+	if coverage <= 0 || coverage >= 1 {
+		coverage = 0.8
+	}
+	return math.Sqrt2 * math.Erfinv(coverage)
+}
+
+// Fit forecasts one job from its history as of now: progress, pace and
+// ETA, the objective's predicted final value, plateau, divergence, hang
+// and the integrity of the job's own claims. It is a pure function of its
+// inputs; it never panics on any history.
+func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
+	f := Forecast{Now: now, Objective: obj, Reports: h.Len()}
+	z := zFor(s.Interval)
+	var pts []Point
+	for _, p := range h.points {
+		if p.T <= now {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		f.ETA = Estimate{Why: "no reports"}
+		f.PredictedFinal = Estimate{Why: "no reports"}
+		f.Notes = append(f.Notes, "no reports yet")
+		return f
+	}
+	f.Reports = len(pts)
+	last := pts[len(pts)-1]
+	f.Segments = last.Seg + 1
+	axis := chooseAxis(pts)
+
+	// Progress.
+	if x := axis.value(last); axis != axisTime && !math.IsNaN(x) {
+		f.Step = ptr(x)
+	}
+	if tot := axis.total(last); !math.IsNaN(tot) {
+		f.TotalSteps = ptr(tot)
+	}
+	if fr := last.Fraction(); !math.IsNaN(fr) {
+		f.Progress = ptr(fr)
+	} else if !math.IsNaN(last.Progress) {
+		f.Progress = ptr(last.Progress)
+		f.Notes = append(f.Notes, "progress is the job's reported percentage (no counters to check it against)")
+	}
+	med, p95, okStats := reportStats(pts)
+	if okStats {
+		f.ReportInterval = ptr(med)
+	}
+	lp := lastProgress(h, axis, now)
+	f.SinceProgress = math.Max(0, now-lp)
+	if okStats {
+		if thr := hangThreshold(med, p95, s); f.SinceProgress > thr {
+			f.Hung = true
+			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× the %.0fs median report interval + %.0fs)",
+				f.SinceProgress, thr, s.HangMultiple, med, s.HangSlack)
+		}
+	}
+
+	// Pace on the axis that defines progress (fraction when a total exists).
+	paceAxis := axis.value
+	if axis == axisSteps || axis == axisEpochs {
+		paceAxis = Point.Fraction
+	}
+	pc, paceOK := fitPace(paceSamples(pts, paceAxis))
+	if paceOK && pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {
+		rate := 1 / pc.level
+		if axis != axisCount {
+			if tot := axis.total(last); !math.IsNaN(tot) {
+				rate *= tot
+			}
+		}
+		f.StepRate = ptr(rate)
+	}
+	if !math.IsNaN(last.ReportedETA) {
+		f.ReportedETA = ptr(math.Max(0, last.ReportedETA-(now-last.T)))
+	}
+
+	// Objective series and curve.
+	sign := obj.Sign()
+	obs := objectiveSeries(h, obj.Metric, sign, axis, now)
+	f.ObjectivePts = len(obs)
+	var cf CurveFit
+	curveOK := false
+	var first, best float64
+	if len(obs) > 0 {
+		first, best = obs[0].y, math.Inf(1)
+		for _, o := range obs {
+			best = math.Min(best, o.y)
+		}
+		f.Current = ptr(sign * obs[len(obs)-1].y)
+		f.Best = ptr(sign * best)
+	}
+	if len(obs) >= s.MinObjectivePoints {
+		d := CurveData{X: make([]float64, len(obs)), Y: make([]float64, len(obs))}
+		for i, o := range obs {
+			d.X[i], d.Y[i] = o.x, o.y
+		}
+		var err error
+		cf, err = FitCurves(d, s.Curves)
+		curveOK = err == nil && len(cf.Models) > 0
+		if !curveOK {
+			f.Notes = append(f.Notes, fmt.Sprintf("curve fit failed: %v", err))
+		}
+	} else {
+		f.Notes = append(f.Notes, fmt.Sprintf("%d distinct %s observations; a curve needs %d", len(obs), obj.Metric, s.MinObjectivePoints))
+	}
+	var bl blended
+	if curveOK {
+		bl = newBlended(cf, obs, s)
+		for _, m := range cf.Models {
+			f.Models = append(f.Models, ModelWeight{Family: m.Family, Weight: m.Weight})
+		}
+	}
+
+	// Planned end on the axis.
+	xLast := math.NaN()
+	if len(obs) > 0 {
+		xLast = obs[len(obs)-1].x
+	}
+	if v := axis.value(last); !math.IsNaN(v) {
+		xLast = math.Max(xLast, v)
+	}
+	xEnd, endBasis := math.NaN(), ""
+	switch {
+	case s.EndStep != nil:
+		xEnd, endBasis = *s.EndStep, "given"
+	case !math.IsNaN(axis.total(last)):
+		xEnd, endBasis = axis.total(last), "total"
+	}
+
+	// ETA.
+	switch {
+	case f.Hung:
+		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
+	case endBasis == "total" && paceOK:
+		secs, rel := pc.timeTo(1)
+		f.ETA = etaEstimate(secs-(now-pc.tLast), rel, z, "total-steps")
+	case obj.Target != nil && paceOK && len(obs) >= 2:
+		level := sign * *obj.Target
+		if best <= level {
+			f.ETA = Estimate{Known: true, Basis: "target", Why: "target already reached"}
+			break
+		}
+		// Not reached yet: where does the fitted curve cross it? With too
+		// few observations for a curve, a straight line through the recent
+		// ones (the job's current rate of improvement) is a rough guide.
+		xMax := math.Max(xLast, 1) * 20
+		basis := "target"
+		xc, ok := 0.0, false
+		if curveOK {
+			xc, ok = cf.Crossing(level, xLast, xMax)
+		}
+		if curveOK && !ok {
+			f.ETA = Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}
+			break
+		}
+		if !curveOK {
+			xc, ok = linearCrossing(obs, level)
+			basis = "target-linear"
+		}
+		if !ok {
+			f.ETA = Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}
+			break
+		}
+		secs, rel := pc.timeTo(xc)
+		if curveOK && basis == "target" {
+			// Crossing uncertainty through the curve's slope there.
+			mean, sd := bl.predict(xc, s.IntervalInflation)
+			dx := math.Max(xc*1e-3, 1e-9)
+			m2, _ := bl.predict(xc+dx, s.IntervalInflation)
+			if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
+				xrel := sd / slope / math.Max(xc-pc.xLast, dx)
+				rel = math.Sqrt(rel*rel + xrel*xrel)
+			}
+		} else {
+			rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
+		}
+		f.ETA = etaEstimate(secs-(now-pc.tLast), rel, z, basis)
+		if endBasis == "" {
+			xEnd, endBasis = xc, "target"
+		}
+	case endBasis == "total":
+		f.ETA = Estimate{Why: "too few reports to measure the pace"}
+	case obj.Target != nil:
+		f.ETA = Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}
+	default:
+		f.ETA = Estimate{Why: "no total steps and no target: ETA unknown"}
+	}
+
+	// Predicted final value at the planned end, and plateau over the
+	// remaining run (or, with no planned end, over a horizon as long as the
+	// run so far).
+	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
+	targetStop := obj.Target != nil && math.IsNaN(axis.total(last)) && s.EndStep == nil && len(obs) > 0 && best > sign**obj.Target
+	switch {
+	case curveOK:
+		x0 := obs[0].x
+		xH, basis := xEnd, "curve"
+		switch {
+		case endBasis == "target" && s.EndStep == nil:
+			basis = "target-stop"
+		case math.IsNaN(xEnd) && targetStop:
+			// The curve never reaches the target: its long-run value.
+			xH, basis = xLast+100*math.Max(xLast-x0, 1), "asymptote"
+		case math.IsNaN(xEnd):
+			xH, basis = xLast+math.Max(xLast-x0, 1), ""
+		}
+		xH = math.Max(xH, xLast)
+		mean, sd := bl.predict(xH, s.IntervalInflation)
+		half := z * sd
+		lo, hi := mean-half, mean+half
+		if basis == "target-stop" {
+			// A target-stopped job ends at the first evaluation past the
+			// target: the final value lies between the target and one
+			// evaluation's gain beyond it.
+			tgt := sign * *obj.Target
+			m2, _ := bl.predict(xH+medianObsStep(obs), s.IntervalInflation)
+			g := math.Max(0, tgt-m2)
+			mean, lo, hi = tgt-g/2, tgt-g*1.5, tgt+g*0.5
+		}
+		if basis != "" {
+			f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
+		}
+		rem := math.Max(0, best-mean)
+		gain := first - best
+		f.RemainingImprovement = ptr(rem)
+		if gain > 0 {
+			f.RelativeRemaining = ptr(rem / gain)
+			eps := s.PlateauEpsilon * gain
+			f.PlateauProbability = normCDF((eps - (best - mean)) / math.Max(sd, 1e-12))
+		}
+		f.Confidence = confidence(len(obs), gain, half, cf)
+	case targetStop:
+		// Too little data for a curve, but the job stops on its target: if
+		// it ends on its own, it ends there. Confidence stays 0.
+		tgt, cur := sign**obj.Target, obs[len(obs)-1].y
+		f.PredictedFinal = oriented(tgt, cur, tgt-0.1*(cur-tgt), sign, "target-stop")
+		f.PredictedFinal.Why = "too few observations for a curve; the job stops at its target"
+	default:
+		f.PredictedFinal.Why = "no curve fitted"
+	}
+	if f.PlateauProbability >= s.PlateauThreshold && f.ObjectivePts >= s.MinObjectivePoints+2 {
+		f.Plateaued = true
+		if on := plateauOnset(obs, s.PlateauEpsilon); !math.IsNaN(on) {
+			f.PlateauOnset = ptr(on)
+		}
+	}
+
+	// Divergence: NaN/Inf in a loss-like metric in the current segment, or
+	// the objective rising beyond its noise.
+	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
+		if pts[i].NonFinite {
+			f.Diverging = true
+			f.DivergenceReason = fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T)
+			break
+		}
+	}
+	if !f.Diverging {
+		f.Diverging, f.DivergenceReason = divergence(obs, s)
+	}
+	if f.Diverging {
+		f.Plateaued = false
+	}
+
+	f.Integrity = integrity(h, axis, f.ETA, now)
+	return f
+}
+
+func etaEstimate(secs, rel, z float64, basis string) Estimate {
+	secs = math.Max(secs, 0)
+	return Estimate{Known: true, Value: secs, Lo: math.Max(0, secs*(1-z*rel)), Hi: secs * (1 + z*rel), Basis: basis}
+}
+
+// oriented maps an oriented (smaller is better) estimate back to metric
+// units, keeping Lo <= Hi.
+func oriented(mean, lo, hi, sign float64, basis string) Estimate {
+	a, b := sign*lo, sign*hi
+	if a > b {
+		a, b = b, a
+	}
+	return Estimate{Known: true, Value: sign * mean, Lo: a, Hi: b, Basis: basis}
+}
+
+// linearCrossing extends a straight line through the observations of the
+// last fifth of observed time (at least the last two) to level; ok is false
+// when the line is not improving.
+func linearCrossing(obs []objPoint, level float64) (float64, bool) {
+	n := len(obs)
+	tEnd := obs[n-1].t
+	k := n - 2
+	for k > 0 && obs[k-1].t >= 0.8*tEnd {
+		k--
+	}
+	a, b := obs[k], obs[n-1]
+	if b.x <= a.x || b.y >= a.y {
+		return 0, false
+	}
+	slope := (b.y - a.y) / (b.x - a.x)
+	return b.x + (level-b.y)/slope, true
+}
+
+// medianObsStep is the median axis distance between objective
+// observations (one evaluation interval).
+func medianObsStep(obs []objPoint) float64 {
+	if len(obs) < 2 {
+		return 0
+	}
+	d := make([]float64, 0, len(obs)-1)
+	for i := 1; i < len(obs); i++ {
+		d = append(d, obs[i].x-obs[i-1].x)
+	}
+	return median(d)
+}
+
+// plateauOnset is the first observation time after which the best-so-far
+// improved by less than eps of the total improvement so far.
+func plateauOnset(obs []objPoint, eps float64) float64 {
+	if len(obs) < 2 {
+		return math.NaN()
+	}
+	bestSoFar := make([]float64, len(obs))
+	b := math.Inf(1)
+	for i, o := range obs {
+		b = math.Min(b, o.y)
+		bestSoFar[i] = b
+	}
+	total := obs[0].y - b
+	for i := range obs {
+		if bestSoFar[i]-b <= eps*total {
+			return obs[i].t
+		}
+	}
+	return obs[len(obs)-1].t
+}
+
+// confidence grows with the number of observations and shrinks with the
+// width of the predicted-final interval relative to the gain so far.
+func confidence(n int, gain, half float64, cf CurveFit) float64 {
+	c := math.Min(1, float64(n-3)/12)
+	if c <= 0 {
+		return 0
+	}
+	if gain > 0 {
+		c *= 1 / (1 + half/gain)
+	}
+	return math.Round(c*1000) / 1000
+}
+
+func normCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+
+func ptr(v float64) *float64 { return &v }

@@ -1,0 +1,267 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// run is a tiny generator for test histories: a loss curve
+// c + a/(1+step/k) with Gaussian noise, reported every dt seconds at a fixed
+// step rate; mutate edits reports (for incidents).
+type run struct {
+	total, stepsPerReport int
+	dt                    float64
+	c, a, k               float64
+	noise                 float64
+	flatAfter             int // steps after which the loss stops improving (0: never)
+	seed                  uint64
+}
+
+func (r run) history(upTo float64, mutate func(i int, t float64, s *TrainerStatus) bool) *History {
+	h := NewHistory(DefaultLimits())
+	rng := rand.New(rand.NewPCG(r.seed, 7))
+	for i := 0; ; i++ {
+		t := float64(i) * r.dt
+		step := i * r.stepsPerReport
+		if t > upTo || step > r.total {
+			break
+		}
+		x := float64(step)
+		if r.flatAfter > 0 && step > r.flatAfter {
+			x = float64(r.flatAfter)
+		}
+		loss := r.c + r.a/(1+x/r.k) + r.noise*rng.NormFloat64()
+		s := TrainerStatus{
+			ProgressPercentage:        f64(math.Min(math.Floor(100*float64(step)/float64(r.total)), 99)),
+			EstimatedRemainingSeconds: f64(math.Round(float64(r.total-step) / float64(r.stepsPerReport) * r.dt)),
+			Metrics: metrics("loss", fmt.Sprintf("%.6g", loss), "current_step", fmt.Sprint(step),
+				"total_steps", fmt.Sprint(r.total)),
+		}
+		if mutate != nil && !mutate(i, t, &s) {
+			continue
+		}
+		h.Observe(t, s)
+	}
+	return h
+}
+
+var lossMin = Objective{Metric: "loss", Direction: Minimize}
+
+func healthy() run {
+	return run{total: 10000, stepsPerReport: 50, dt: 10, c: 1, a: 3, k: 2000, noise: 0.005, seed: 1}
+}
+
+func TestFitETAFromStepsAndNow(t *testing.T) {
+	r := healthy()
+	h := r.history(1000, nil) // 5000 of 10000 steps at 5 steps/s
+	f := Fit(h, lossMin, 1000, DefaultSettings())
+	if !f.ETA.Known || f.ETA.Basis != "total-steps" {
+		t.Fatalf("ETA %+v", f.ETA)
+	}
+	if math.Abs(f.ETA.Value-1000) > 50 || f.ETA.Lo > f.ETA.Value || f.ETA.Hi < f.ETA.Value {
+		t.Errorf("ETA %+v, want ~1000s inside its interval", f.ETA)
+	}
+	if f.StepRate == nil || math.Abs(*f.StepRate-5) > 0.2 {
+		t.Errorf("step rate %v, want 5/s", f.StepRate)
+	}
+	// Judged later without new reports: the ETA shrinks with time until the
+	// job counts as hung, then the ETA is unknown.
+	later := Fit(h, lossMin, 1030, DefaultSettings())
+	if !later.ETA.Known || math.Abs((f.ETA.Value-later.ETA.Value)-30) > 1 {
+		t.Errorf("ETA at now+30 = %+v, want 30s less than %v", later.ETA, f.ETA.Value)
+	}
+	hung := Fit(h, lossMin, 1200, DefaultSettings())
+	if !hung.Hung || hung.ETA.Known {
+		t.Errorf("200s without reports: hung=%v eta=%+v", hung.Hung, hung.ETA)
+	}
+}
+
+func TestFitHealthyIsNotFlagged(t *testing.T) {
+	r := healthy()
+	h := r.history(1000, nil)
+	f := Fit(h, lossMin, 1000, DefaultSettings())
+	if f.Plateaued || f.Diverging || f.Hung || f.Integrity.Suspicious() {
+		t.Errorf("healthy run flagged: plateaued=%v diverging=%v hung=%v integrity=%v", f.Plateaued, f.Diverging, f.Hung, f.Integrity.Issues)
+	}
+	if !f.PredictedFinal.Known || f.RemainingImprovement == nil || *f.RemainingImprovement <= 0 {
+		t.Fatalf("predicted final %+v remaining %v", f.PredictedFinal, f.RemainingImprovement)
+	}
+	truth := r.c + r.a/(1+float64(r.total)/r.k)
+	if f.PredictedFinal.Lo > truth || f.PredictedFinal.Hi < truth {
+		t.Errorf("true final %.4f outside [%.4f, %.4f]", truth, f.PredictedFinal.Lo, f.PredictedFinal.Hi)
+	}
+	if f.Confidence <= 0.3 {
+		t.Errorf("confidence %v on a clean run", f.Confidence)
+	}
+}
+
+func TestFitPlateau(t *testing.T) {
+	r := healthy()
+	r.flatAfter, r.k, r.noise = 2000, 300, 0.002
+	h := r.history(1400, nil) // 7000 steps, flat since 2000
+	f := Fit(h, lossMin, 1400, DefaultSettings())
+	if !f.Plateaued || f.PlateauProbability < 0.8 {
+		t.Fatalf("plateau not flagged: p=%v rel=%v", f.PlateauProbability, f.RelativeRemaining)
+	}
+	if f.PlateauOnset == nil || *f.PlateauOnset > 600 {
+		t.Errorf("plateau onset %v, want about t=400s", f.PlateauOnset)
+	}
+}
+
+func TestFitDivergence(t *testing.T) {
+	r := healthy()
+	grow := func(i int, _ float64, s *TrainerStatus) bool {
+		if i >= 60 {
+			for k := range s.Metrics {
+				if s.Metrics[k].Name == "loss" {
+					s.Metrics[k].Value = fmt.Sprint(2 * math.Pow(1.6, float64(i-59)))
+				}
+			}
+		}
+		return true
+	}
+	if f := Fit(r.history(630, grow), lossMin, 630, DefaultSettings()); !f.Diverging {
+		t.Errorf("geometric growth not flagged as divergence")
+	}
+	nan := func(i int, _ float64, s *TrainerStatus) bool {
+		if i >= 60 {
+			s.Metrics[0].Value = "nan"
+		}
+		return true
+	}
+	f := Fit(r.history(620, nan), lossMin, 620, DefaultSettings())
+	if !f.Diverging || f.DivergenceReason == "" {
+		t.Errorf("NaN loss not flagged: %+v", f.DivergenceReason)
+	}
+}
+
+func TestFitHangStaleHeartbeat(t *testing.T) {
+	r := healthy()
+	stale := func(i int, _ float64, s *TrainerStatus) bool {
+		if i > 50 {
+			*s = TrainerStatus{ProgressPercentage: f64(25), EstimatedRemainingSeconds: f64(float64(i) * 30),
+				Metrics: metrics("loss", "1.5", "current_step", "2500", "total_steps", "10000")}
+		}
+		return true
+	}
+	h := r.history(2000, stale)
+	thr := 2*10 + 45.0
+	if f := Fit(h, lossMin, 500+thr-5, DefaultSettings()); f.Hung {
+		t.Errorf("hung %.0fs after the last step, before the threshold", thr-5)
+	}
+	f := Fit(h, lossMin, 500+thr+5, DefaultSettings())
+	if !f.Hung || f.HangReason == "" {
+		t.Errorf("stale heartbeat not flagged as hung at +%.0fs: since=%v", thr+5, f.SinceProgress)
+	}
+}
+
+func TestFitIntegrityForgeries(t *testing.T) {
+	r := healthy()
+	cases := []struct {
+		name   string
+		mutate func(i int, t float64, s *TrainerStatus) bool
+		check  func(Integrity) bool
+	}{
+		{"instant jump to 99%", func(i int, _ float64, s *TrainerStatus) bool {
+			if i >= 40 {
+				s.ProgressPercentage = f64(99)
+				s.EstimatedRemainingSeconds = f64(5)
+			}
+			return true
+		}, func(in Integrity) bool {
+			return in.ProgressWithoutSteps || (in.ReportedProgressGap != nil && *in.ReportedProgressGap > 0.5)
+		}},
+		{"progress without step movement", func(i int, _ float64, s *TrainerStatus) bool {
+			if i >= 30 {
+				s.Metrics[1].Value = "1500"
+			}
+			return true
+		}, func(in Integrity) bool { return in.ProgressWithoutSteps }},
+		{"step rate 100x its history", func(i int, _ float64, s *TrainerStatus) bool {
+			if i == 40 {
+				s.Metrics[1].Value = "9900"
+				s.ProgressPercentage = f64(99)
+			}
+			return i <= 40
+		}, func(in Integrity) bool { return in.JumpRatio != nil && *in.JumpRatio >= 10 }},
+		{"ETA that never shrinks", func(i int, _ float64, s *TrainerStatus) bool {
+			s.EstimatedRemainingSeconds = f64(600)
+			return true
+		}, func(in Integrity) bool { return in.ETANotShrinking }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := r.history(410, c.mutate)
+			f := Fit(h, lossMin, 410, DefaultSettings())
+			if !c.check(f.Integrity) || !f.Integrity.Suspicious() {
+				t.Errorf("not caught: %+v", f.Integrity)
+			}
+		})
+	}
+	if f := Fit(r.history(410, nil), lossMin, 410, DefaultSettings()); f.Integrity.Suspicious() {
+		t.Errorf("clean run suspicious: %v", f.Integrity.Issues)
+	}
+}
+
+func TestFitTargetWithoutTotal(t *testing.T) {
+	// MLPerf-like: no total, accuracy rising to a target.
+	h := NewHistory(DefaultLimits())
+	for i := 0; i <= 30; i++ {
+		acc := 0.8 - 0.5/(1+float64(i)/5)
+		h.Observe(float64(i*20), TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc), "samples_count", fmt.Sprint(i*1000))})
+	}
+	tgt := 0.72
+	obj := Objective{Metric: "accuracy", Direction: Maximize, Target: &tgt}
+	f := Fit(h, obj, 600, DefaultSettings())
+	if !f.ETA.Known || f.ETA.Basis != "target" {
+		t.Fatalf("ETA %+v notes %v", f.ETA, f.Notes)
+	}
+	// True crossing: 0.8-0.5/(1+i/5) = 0.72 -> i = 26.25 -> t = 525 < 600: already reached.
+	if f.ETA.Value != 0 {
+		t.Errorf("target already reached, ETA %+v", f.ETA)
+	}
+	f = Fit(h, obj, 400, DefaultSettings())
+	if !f.ETA.Known || math.Abs(f.ETA.Value-125) > 60 {
+		t.Errorf("time to target %+v, want ~125s", f.ETA)
+	}
+	if f.PredictedFinal.Basis != "target-stop" || math.Abs(f.PredictedFinal.Value-tgt) > 0.01 {
+		t.Errorf("predicted final %+v, want about the target", f.PredictedFinal)
+	}
+	noTarget := Fit(h, Objective{Metric: "accuracy", Direction: Maximize}, 400, DefaultSettings())
+	if noTarget.ETA.Known || noTarget.ETA.Why == "" {
+		t.Errorf("no total and no target: ETA must be unknown with a reason, got %+v", noTarget.ETA)
+	}
+}
+
+func TestFitDeterministicAndCutoffIndependent(t *testing.T) {
+	r := healthy()
+	a := Fit(r.history(800, nil), lossMin, 800, DefaultSettings())
+	b := Fit(r.history(800, nil), lossMin, 800, DefaultSettings())
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same input, different forecast")
+	}
+	// Reports after now never change the forecast as of now.
+	c := Fit(r.history(2000, nil), lossMin, 800, DefaultSettings())
+	c.Reports = a.Reports
+	if !reflect.DeepEqual(a, c) {
+		t.Errorf("forecast as of 800 depends on later reports")
+	}
+}
+
+func TestFitEmptyAndGarbageNeverPanic(t *testing.T) {
+	h := NewHistory(DefaultLimits())
+	f := Fit(h, lossMin, 0, DefaultSettings())
+	if f.ETA.Known || f.PredictedFinal.Known {
+		t.Errorf("empty history forecast claims knowledge: %+v", f)
+	}
+	h.Observe(0, TrainerStatus{Metrics: metrics("loss", "nan")})
+	h.Observe(1, TrainerStatus{ProgressPercentage: f64(50)})
+	h.Observe(2, TrainerStatus{ProgressPercentage: f64(90)})
+	f = Fit(h, lossMin, 10, DefaultSettings())
+	if !f.Integrity.ProgressWithoutSteps {
+		t.Errorf("progress with no counter not flagged: %+v", f.Integrity)
+	}
+}

@@ -1,0 +1,121 @@
+package forecast
+
+import "math"
+
+// objPoint is one distinct observation of the objective: a report where
+// its value changed (reporters repeat cached values between evaluations).
+type objPoint struct {
+	t, x, y float64 // y oriented: smaller is better
+}
+
+// axisKind names the progress axis curves are fitted against.
+type axisKind string
+
+const (
+	axisSteps  axisKind = "steps"   // current_step with a known total
+	axisEpochs axisKind = "epochs"  // current_epoch with known total epochs
+	axisCount  axisKind = "counter" // a counter without a total (samples, tokens)
+	axisTime   axisKind = "time"    // no counter at all
+)
+
+// chooseAxis picks the axis that defines the job's progress: the one with a
+// known total first, so that the planned end is a point on it.
+func chooseAxis(pts []Point) axisKind {
+	var steps, epochs, counter bool
+	for i := len(pts) - 1; i >= 0 && i >= len(pts)-16; i-- {
+		p := pts[i]
+		if !math.IsNaN(p.Step) && !math.IsNaN(p.TotalSteps) {
+			steps = true
+		}
+		if !math.IsNaN(p.Epoch) && !math.IsNaN(p.TotalEpochs) {
+			epochs = true
+		}
+		if !math.IsNaN(p.Step) {
+			counter = true
+		}
+	}
+	switch {
+	case steps:
+		return axisSteps
+	case epochs:
+		return axisEpochs
+	case counter:
+		return axisCount
+	default:
+		return axisTime
+	}
+}
+
+// axisValue returns point p's position on the axis (NaN when absent).
+func (a axisKind) value(p Point) float64 {
+	switch a {
+	case axisSteps, axisCount:
+		return p.Step
+	case axisEpochs:
+		return p.Epoch
+	default:
+		return p.T
+	}
+}
+
+// total returns the axis value at the planned end, NaN when unknown.
+func (a axisKind) total(p Point) float64 {
+	switch a {
+	case axisSteps:
+		return p.TotalSteps
+	case axisEpochs:
+		return p.TotalEpochs
+	default:
+		return math.NaN()
+	}
+}
+
+// objectiveSeries extracts the distinct finite observations of metric up
+// to time now, oriented by sign. Points whose axis value is missing take
+// the previous known axis value.
+func objectiveSeries(h *History, metric string, sign float64, axis axisKind, now float64) []objPoint {
+	c, ok := h.index[metric]
+	if !ok {
+		return nil
+	}
+	var out []objPoint
+	prev := math.NaN()
+	lastX := math.NaN()
+	for _, p := range h.points {
+		if p.T > now {
+			break
+		}
+		if x := axis.value(p); !math.IsNaN(x) {
+			lastX = x
+		}
+		v := p.val(c)
+		if math.IsNaN(v) {
+			prev = math.NaN()
+			continue
+		}
+		if v == prev {
+			continue
+		}
+		prev = v
+		x := axis.value(p)
+		if math.IsNaN(x) {
+			x = lastX
+		}
+		if math.IsNaN(x) {
+			continue
+		}
+		out = append(out, objPoint{t: p.T, x: x, y: sign * v})
+	}
+	return out
+}
+
+// DefaultObjective is eval_loss when the job reports it, else loss, both
+// minimized; ok is false when neither is reported.
+func DefaultObjective(h *History) (Objective, bool) {
+	for _, m := range []string{"eval_loss", "loss"} {
+		if h.HasMetric(m) {
+			return Objective{Metric: m, Direction: Minimize}, true
+		}
+	}
+	return Objective{}, false
+}

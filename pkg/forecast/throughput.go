@@ -1,0 +1,224 @@
+package forecast
+
+import (
+	"math"
+)
+
+// Throughput estimation.
+//
+// A run's pace is measured as seconds per unit of progress (tau) from
+// consecutive reports whose progress moved, segment by segment: intervals
+// that span a restart are never used, and the first interval of a segment
+// (compile, data loading, warm-up) is dropped when the segment has others.
+// Reports that did not move progress (evaluations) fold their time into the
+// next interval that did, so evaluation pauses are counted as the run's
+// normal cost rather than as outliers.
+//
+// The forecast combines a recent level (the ratio estimator over the most
+// recent quarter of observed time) with a damped linear trend of tau
+// against progress fitted robustly over the whole history. Runs often slow
+// down as they go (batch-size or sequence-length schedules), which a
+// whole-run average and a recent-window rate both miss; the damping
+// (Gardner & McKenzie's damped trend) keeps the extrapolation from
+// overshooting when the change was a one-off step.
+
+// paceSample is one interval: progress from x0 to x1 took dt seconds.
+type paceSample struct {
+	x0, x1, dt float64
+	t1         float64 // end time
+}
+
+// pace is a fitted model of seconds per unit progress.
+type pace struct {
+	level   float64 // recent seconds per unit progress
+	xLevel  float64 // progress at the centre of the recent window
+	slope   float64 // d tau / d x (robust, over the whole history)
+	relSD   float64 // relative spread of recent per-interval tau
+	samples int
+	xLast   float64 // progress at the latest point that moved
+	tLast   float64 // time of that point
+}
+
+// paceSamples extracts intervals along axis from points. axis returns the
+// progress value of a point (NaN when absent).
+func paceSamples(pts []Point, axis func(Point) float64) []paceSample {
+	var out []paceSample
+	segStart := 0
+	for i := 0; i < len(pts); {
+		// One segment at a time.
+		j := i
+		for j < len(pts) && pts[j].Seg == pts[i].Seg {
+			j++
+		}
+		var seg []paceSample
+		prev := -1
+		for k := i; k < j; k++ {
+			x := axis(pts[k])
+			if math.IsNaN(x) {
+				continue
+			}
+			if prev >= 0 {
+				px := axis(pts[prev])
+				if x > px && pts[k].T > pts[prev].T {
+					seg = append(seg, paceSample{x0: px, x1: x, dt: pts[k].T - pts[prev].T, t1: pts[k].T})
+				} else if x < px {
+					// A counter that goes backwards inside a segment is
+					// not a restart we recognised; start over.
+					prev = k
+					continue
+				} else {
+					continue // same progress: fold its time into the next move
+				}
+			}
+			prev = k
+		}
+		if len(seg) >= 3 {
+			seg = seg[1:] // warm-up
+		}
+		out = append(out, seg...)
+		segStart = j
+		i = j
+	}
+	_ = segStart
+	return out
+}
+
+// fitPace fits the pace model. ok is false with fewer than two samples.
+func fitPace(s []paceSample) (p pace, ok bool) {
+	if len(s) < 1 {
+		return pace{}, false
+	}
+	last := s[len(s)-1]
+	p.xLast, p.tLast, p.samples = last.x1, last.t1, len(s)
+	// Recent window: the last quarter of the observed time span covered by
+	// samples, at least 3 samples (or all).
+	tFirst := s[0].t1 - s[0].dt
+	span := last.t1 - tFirst
+	w0 := last.t1 - 0.2*span
+	k := len(s)
+	for k > 0 && (s[k-1].t1-s[k-1].dt >= w0 || len(s)-k < 3) {
+		k--
+	}
+	var sumDT, sumDX, sumX float64
+	for _, q := range s[k:] {
+		sumDT += q.dt
+		sumDX += q.x1 - q.x0
+		sumX += (q.x0 + q.x1) / 2 * (q.x1 - q.x0)
+	}
+	if sumDX <= 0 {
+		return pace{}, false
+	}
+	p.level = sumDT / sumDX
+	p.xLevel = sumX / sumDX
+	// Relative spread of recent per-interval tau, weighted by progress.
+	var v float64
+	for _, q := range s[k:] {
+		tau := q.dt / (q.x1 - q.x0)
+		d := tau/p.level - 1
+		v += d * d * (q.x1 - q.x0)
+	}
+	p.relSD = math.Sqrt(v / sumDX)
+	p.slope = robustSlope(s)
+	return p, true
+}
+
+// robustSlope fits tau = a + b x by weighted least squares (weights =
+// progress covered) with two Huber reweighting rounds; it returns b, or 0
+// when there is too little spread in x to tell.
+func robustSlope(s []paceSample) float64 {
+	if len(s) < 4 {
+		return 0
+	}
+	n := len(s)
+	x := make([]float64, n)
+	y := make([]float64, n)
+	w := make([]float64, n)
+	for i, q := range s {
+		dx := q.x1 - q.x0
+		x[i] = (q.x0 + q.x1) / 2
+		y[i] = q.dt / dx
+		w[i] = dx
+	}
+	rw := make([]float64, n)
+	for i := range rw {
+		rw[i] = 1
+	}
+	var a, b float64
+	for round := 0; round < 3; round++ {
+		var sw, sx, sy, sxx, sxy float64
+		for i := range x {
+			ww := w[i] * rw[i]
+			sw += ww
+			sx += ww * x[i]
+			sy += ww * y[i]
+		}
+		if sw <= 0 {
+			return 0
+		}
+		mx, my := sx/sw, sy/sw
+		for i := range x {
+			ww := w[i] * rw[i]
+			sxx += ww * (x[i] - mx) * (x[i] - mx)
+			sxy += ww * (x[i] - mx) * (y[i] - my)
+		}
+		if sxx <= 0 {
+			return 0
+		}
+		b = sxy / sxx
+		a = my - b*mx
+		// Huber weights on standardized residuals.
+		res := make([]float64, n)
+		for i := range x {
+			res[i] = math.Abs(y[i] - a - b*x[i])
+		}
+		scale := 1.4826 * median(res)
+		if scale <= 0 {
+			break
+		}
+		for i := range x {
+			r := res[i] / scale
+			if r > 1.345 {
+				rw[i] = 1.345 / r
+			} else {
+				rw[i] = 1
+			}
+		}
+	}
+	return b
+}
+
+// dampedTrend is the share of the fitted trend carried into the future.
+const dampedTrend = 0.5
+
+// timeTo returns the seconds, counted from the latest moving point, needed
+// to reach progress xEnd, and its relative uncertainty.
+func (p pace) timeTo(xEnd float64) (secs, rel float64) {
+	if xEnd <= p.xLast {
+		return 0, p.relSD
+	}
+	d := xEnd - p.xLast
+	flat := p.level * d
+	// tau(x) = level + phi*slope*(x - xLevel), floored at a fifth of level.
+	b := dampedTrend * p.slope
+	trend := p.level*d + b*((xEnd-p.xLevel)*(xEnd-p.xLevel)-(p.xLast-p.xLevel)*(p.xLast-p.xLevel))/2
+	secs = math.Max(trend, 0.2*flat)
+	// Uncertainty: recent spread, shrinking with the number of samples, plus
+	// the model disagreement between a flat and a trended pace.
+	noise := p.relSD / math.Sqrt(math.Max(1, float64(p.samples)/4))
+	model := math.Abs(trend-flat) / math.Max(secs, 1e-9)
+	rel = math.Sqrt(noise*noise + model*model + 0.02*0.02)
+	return secs, rel
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	c := append([]float64(nil), v...)
+	sortFloats(c)
+	n := len(c)
+	if n%2 == 1 {
+		return c[n/2]
+	}
+	return (c[n/2-1] + c[n/2]) / 2
+}
