@@ -150,6 +150,7 @@ func pow4Params(f shapeFit, u curveUnits) []float64 {
 	return []float64{c, w, f.theta[0] * u.xs, pow4Alpha(f.theta, u.xm)}
 }
 
+// pow4Alpha is α for the search parameters (s, d) at reference point xm.
 func pow4Alpha(th []float64, xm float64) float64 { return th[1] / math.Log1p(xm/th[0]) }
 
 func exp3Params(f shapeFit, u curveUnits) []float64 {
@@ -204,13 +205,30 @@ func ilog2Params(f shapeFit, u curveUnits) []float64 {
 // shape decreasing and numerically tame; the lower rate bounds stop a
 // nearly straight curve from being explained by an absurdly distant
 // asymptote.
+//
+// g must be finite, in [0, 1] and equal 1 at xn = 0 where the shape
+// allows it, so that the 2x2 normal equations stay well conditioned.
 type curveShape struct {
 	name string
 	dims []thetaDim
-	// fill writes g(xn_i; theta) for every fitted point into ws.g. g must be
-	// finite, in [0, 1] and equal 1 at xn = 0 where the shape allows it, so
-	// that the 2x2 normal equations stay well conditioned.
+	// fill writes g(xn_i; theta) for every fitted point into ws.g.
 	fill func(ws *curveWork, theta []float64)
+	// Two-parameter shapes split g into a per-point row that depends on
+	// theta[0] alone and a cheap combination with theta[1], so that the
+	// grid computes the expensive part once per grid row. Without fill,
+	// row and fromRow also serve single evaluations.
+	row     func(ws *curveWork, th0 float64, row []float64)
+	fromRow func(ws *curveWork, row []float64, theta []float64)
+}
+
+// fillG writes g(xn_i; theta) into ws.g.
+func (sh *curveShape) fillG(ws *curveWork, theta []float64) {
+	if sh.fill != nil {
+		sh.fill(ws, theta)
+		return
+	}
+	sh.row(ws, theta[0], ws.row)
+	sh.fromRow(ws, ws.row, theta)
 }
 
 // thetaDim is one nonlinear parameter: searched on [lo, hi], on a log
@@ -221,19 +239,28 @@ type thetaDim struct {
 	grid   int
 }
 
+// The two-parameter shapes other than vapor are searched over (shape,
+// decay at the reference point xm) rather than their textbook
+// parameters: the data pin down g(xm) well, so this turns the long curved
+// valley of good fits into one that is nearly aligned with an axis, which
+// Nelder-Mead follows far more cheaply. The decay axis gets the finer grid.
 var (
 	shapeOptimus = curveShape{name: "optimus", dims: []thetaDim{{0.05, 1e4, true, 16}}, fill: fillOptimus}
 	shapePow3    = curveShape{name: "pow3", dims: []thetaDim{{0.01, 3, true, 16}}, fill: fillPow3}
-	shapePow4    = curveShape{name: "pow4",
-		dims: []thetaDim{{1e-3, 100, true, 5}, {0.01, 20, true, 8}}, fill: fillPow4}
-	shapeExp3         = curveShape{name: "exp3", dims: []thetaDim{{0.05, 1e3, true, 16}}, fill: fillExp3}
-	shapeStretchedExp = curveShape{name: "stretched-exp",
-		dims: []thetaDim{{0.05, 5, true, 5}, {0.01, 20, true, 8}}, fill: fillStretchedExp}
-	shapeLogLogistic = curveShape{name: "log-logistic",
-		dims: []thetaDim{{0.05, 8, true, 5}, {1e-3, 1e4, true, 8}}, fill: fillLogLogistic}
-	shapeVapor = curveShape{name: "vapor",
-		dims: []thetaDim{{1e-3, 30, true, 6}, {0.01, 3, true, 6}}, fill: fillVapor}
-	shapeILog2 = curveShape{name: "ilog2", dims: []thetaDim{{1e-4, 10, true, 16}}, fill: fillILog2}
+	shapeExp3    = curveShape{name: "exp3", dims: []thetaDim{{0.05, 1e3, true, 16}}, fill: fillExp3}
+	shapeILog2   = curveShape{name: "ilog2", dims: []thetaDim{{1e-4, 10, true, 16}}, fill: fillILog2}
+	// pow4: theta = (s, d), α = d/ln(1 + xm/s).
+	shapePow4 = curveShape{name: "pow4", dims: []thetaDim{{1e-3, 100, true, 6}, {0.01, 10, true, 10}},
+		row: rowPow4, fromRow: fromRowPow4}
+	// janoschek/weibull: theta = (δ, d), g = exp(−d·(xn/xm)^δ).
+	shapeStretchedExp = curveShape{name: "stretched-exp", dims: []thetaDim{{0.05, 5, true, 6}, {0.01, 10, true, 10}},
+		row: rowStretchedExp, fromRow: fromRowStretchedExp}
+	// logpower/mmf: theta = (k, q), g = 1/(1 + q·(xn/xm)^k).
+	shapeLogLogistic = curveShape{name: "log-logistic", dims: []thetaDim{{0.05, 8, true, 6}, {0.01, 1e3, true, 10}},
+		row: rowLogLogistic, fromRow: fromRowLogLogistic}
+	// vapor: theta = (β, a), g = exp(−β·xn/(xn+x0n))·((xn+x0n)/x0n)^(−a).
+	shapeVapor = curveShape{name: "vapor", dims: []thetaDim{{1e-3, 30, true, 6}, {0.01, 3, true, 10}},
+		fill: fillVapor, row: rowVapor, fromRow: fromRowVapor}
 )
 
 func fillOptimus(ws *curveWork, th []float64) {
@@ -250,14 +277,6 @@ func fillPow3(ws *curveWork, th []float64) {
 	}
 }
 
-func fillPow4(ws *curveWork, th []float64) {
-	inv := 1 / th[0]
-	alpha := pow4Alpha(th, ws.units.xm)
-	for i, x := range ws.x {
-		ws.g[i] = math.Exp(-alpha * math.Log1p(x*inv))
-	}
-}
-
 func fillExp3(ws *curveWork, th []float64) {
 	r := th[0]
 	for i, x := range ws.x {
@@ -265,32 +284,71 @@ func fillExp3(ws *curveWork, th []float64) {
 	}
 }
 
-func fillStretchedExp(ws *curveWork, th []float64) {
-	delta, d := th[0], th[1]
-	lnxm := math.Log(ws.units.xm)
-	for i, l := range ws.lnx {
-		ws.g[i] = math.Exp(-d * math.Exp(delta*(l-lnxm))) // ln 0 = −Inf gives g = 1
+func fillILog2(ws *curveWork, th []float64) {
+	inv := 1 / th[0]
+	for i, x := range ws.x {
+		ws.g[i] = 1 / math.Log(x*inv+math.E)
 	}
 }
 
-func fillLogLogistic(ws *curveWork, th []float64) {
-	k, lnq := th[0], math.Log(th[1])
-	lnxm := math.Log(ws.units.xm)
-	for i, l := range ws.lnx {
-		ws.g[i] = 1 / (1 + math.Exp(lnq+k*(l-lnxm)))
+func rowPow4(ws *curveWork, s float64, row []float64) {
+	inv := 1 / s
+	for i, x := range ws.x {
+		// Log rather than Log1p: much faster, and its absolute error of
+		// ~1e-16 for tiny x/s is irrelevant to g = exp(−α·row).
+		row[i] = math.Log(1 + x*inv)
+	}
+}
+
+func fromRowPow4(ws *curveWork, row []float64, th []float64) {
+	alpha := pow4Alpha(th, ws.units.xm)
+	for i, l := range row {
+		ws.g[i] = math.Exp(-alpha * l)
+	}
+}
+
+func rowStretchedExp(ws *curveWork, delta float64, row []float64) {
+	for i, l := range ws.lnxRel {
+		row[i] = math.Exp(delta * l) // (x/xm)^δ; ln 0 = −Inf gives 0
+	}
+}
+
+func fromRowStretchedExp(ws *curveWork, row []float64, th []float64) {
+	d := th[1]
+	for i, p := range row {
+		ws.g[i] = math.Exp(-d * p)
+	}
+}
+
+func rowLogLogistic(ws *curveWork, k float64, row []float64) {
+	for i, l := range ws.lnxRel {
+		row[i] = math.Exp(k * l) // (x/xm)^k
+	}
+}
+
+func fromRowLogLogistic(ws *curveWork, row []float64, th []float64) {
+	q := th[1]
+	for i, p := range row {
+		ws.g[i] = 1 / (1 + q*p)
 	}
 }
 
 func fillVapor(ws *curveWork, th []float64) {
 	beta, a := th[0], th[1]
-	for i, l := range ws.lnShift {
-		ws.g[i] = math.Exp(-beta*ws.fracShift[i] - a*l)
+	for i, f := range ws.fracShift {
+		ws.g[i] = math.Exp(-beta*f - a*ws.lnShift[i])
 	}
 }
 
-func fillILog2(ws *curveWork, th []float64) {
-	inv := 1 / th[0]
-	for i, x := range ws.x {
-		ws.g[i] = 1 / math.Log(x*inv+math.E)
+func rowVapor(ws *curveWork, beta float64, row []float64) {
+	for i, f := range ws.fracShift {
+		row[i] = math.Exp(-beta * f)
+	}
+}
+
+func fromRowVapor(ws *curveWork, row []float64, th []float64) {
+	a := th[1]
+	for i, l := range ws.lnShift {
+		ws.g[i] = row[i] * math.Exp(-a*l)
 	}
 }

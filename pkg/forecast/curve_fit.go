@@ -88,6 +88,14 @@ const (
 	curveVarFloor = 1e-14
 	// curveScaleFloor keeps the Huber threshold positive on noise-free data.
 	curveScaleFloor = 1e-9
+	// Nelder-Mead budgets (function evaluations after the grid) and
+	// patience (major iterations without a relative gain of 1e-6). Measured
+	// against runs with 100x the budget on synthetic curves of every
+	// family, these leave the loss within ~1 % of the optimum (typically
+	// 1e-4), i.e. well under one unit of AICc, at a fraction of the cost.
+	curveNMBudget1D = 15
+	curveNMBudget2D = 40
+	curveNMPatience = 12
 	// curveExtrapSlope is the share of the predicted change beyond the data
 	// that Predict treats as one standard deviation of extrapolation error.
 	curveExtrapSlope = 0.25
@@ -189,25 +197,21 @@ func curveCleanData(d CurveData) (x, y, w []float64, err error) {
 		return nil, nil, nil, fmt.Errorf("fit curves: %d x values but %d weights", n, len(d.W))
 	}
 	usable := func(i int) bool {
-		x, y := d.X[i], d.Y[i]
-		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || math.IsNaN(y) || math.IsInf(y, 0) {
+		if d.W != nil && !curveUsableWeight(d.W[i]) {
 			return false
 		}
-		if d.W != nil {
-			wi := d.W[i]
-			return wi > 0 && !math.IsInf(wi, 1) // NaN fails wi > 0
-		}
-		return true
+		return curveUsablePoint(d.X[i], d.Y[i])
 	}
+	// Fast path: one tight pass that only checks.
 	clean, sorted := true, true
-	for i := 0; i < n; i++ {
-		if !usable(i) {
+	prev := math.Inf(-1)
+	for i, xi := range d.X {
+		if !curveUsablePoint(xi, d.Y[i]) || (d.W != nil && !curveUsableWeight(d.W[i])) {
 			clean = false
 			break
 		}
-		if i > 0 && d.X[i] < d.X[i-1] {
-			sorted = false
-		}
+		sorted = sorted && xi >= prev
+		prev = xi
 	}
 	if clean && sorted {
 		x, y, w = d.X, d.Y, d.W
@@ -255,6 +259,13 @@ func curveCleanData(d CurveData) (x, y, w []float64, err error) {
 	return x, y, w, nil
 }
 
+// curveUsablePoint reports whether x is finite and >= 0 and y is finite.
+// (v − v is NaN for NaN and ±Inf.)
+func curveUsablePoint(x, y float64) bool { return x >= 0 && x-x == 0 && y-y == 0 }
+
+// curveUsableWeight reports whether a weight is finite and positive.
+func curveUsableWeight(w float64) bool { return w > 0 && w-w == 0 }
+
 // curveDistinct counts distinct values of the sorted x, stopping at limit.
 func curveDistinct(x []float64, limit int) int {
 	if len(x) == 0 {
@@ -281,12 +292,13 @@ type curveWork struct {
 	wn        []float64 // precision weight: summed observation weight per point
 	wf        []float64 // fit weight: wn with recency, scaled to sum n
 	thr       []float64 // Huber threshold per point (normalised y units)
-	lnx       []float64 // ln x (−Inf at 0)
+	lnxRel    []float64 // ln(x/xm) (−Inf at 0)
 	lnShift   []float64 // ln((x + x0)/x0)
 	fracShift []float64 // x/(x + x0)
 
-	g, abs []float64 // scratch
+	g, row, abs []float64 // scratch
 
+	syy    float64 // Σ wf·y², for closed-form RSS
 	robust bool
 	scale  float64 // robust scale of one observation (normalised units)
 }
@@ -296,7 +308,7 @@ func newCurveWork(x, y, w []float64, recency float64, maxPts int) *curveWork {
 	xmax := x[len(x)-1]
 	m := min(len(x), maxPts)
 	// One allocation for all per-point arrays.
-	const arrays = 12 // x y wn wf thr lnx lnShift fracShift g abs sumWX sumWY
+	const arrays = 11 // x y wn wf thr lnxRel lnShift fracShift g row abs
 	buf := make([]float64, arrays*m)
 	next := func() []float64 {
 		s := buf[:m:m]
@@ -305,56 +317,63 @@ func newCurveWork(x, y, w []float64, recency float64, maxPts int) *curveWork {
 	}
 	ws := &curveWork{xmax: xmax}
 	ws.x, ws.y, ws.wn, ws.wf = next(), next(), next(), next()
-	ws.thr, ws.lnx, ws.lnShift, ws.fracShift = next(), next(), next(), next()
-	ws.g, ws.abs = next(), next()
-	sumWX, sumWY := next(), next()
+	ws.thr, ws.lnxRel, ws.lnShift, ws.fracShift = next(), next(), next(), next()
+	ws.g, ws.row, ws.abs = next(), next(), next()
 
-	recencyOf := func(xi float64) float64 {
-		r := xi / xmax
-		return 1 + recency*r*r
-	}
-	weight := func(i int) float64 {
-		if w == nil {
-			return 1
-		}
-		return w[i]
-	}
+	invMax := 1 / xmax
 	if len(x) <= maxPts {
-		for i := range x {
-			ws.x[i], ws.y[i], ws.wn[i] = x[i], y[i], weight(i)
-			ws.wf[i] = ws.wn[i] * recencyOf(x[i])
+		for i, xi := range x {
+			wi := 1.0
+			if w != nil {
+				wi = w[i]
+			}
+			r := xi * invMax
+			ws.x[i], ws.y[i], ws.wn[i] = xi, y[i], wi
+			ws.wf[i] = wi * (1 + recency*r*r)
 		}
 		ws.n = len(x)
 	} else {
+		// Each bin: weighted means of x and y, summed weight, and the summed
+		// recency-weighted weight Σ w·(1 + R·(x/xmax)²) = Σw + R·Σw·(x/xmax)².
 		edges := curveBinEdges(x[0], xmax, maxPts)
-		b := -1 // current output bin
-		e := 0  // current edge bin
-		for i, xi := range x {
-			newBin := b < 0
-			for e+1 < len(edges)-1 && xi >= edges[e+1] {
-				e++
-				newBin = true
+		i := 0
+		for e := 1; e < len(edges) && i < len(x); e++ {
+			hi := edges[e]
+			var sw, swx, swy, swr float64
+			j := i
+			if w == nil {
+				for ; j < len(x) && x[j] < hi; j++ {
+					xj := x[j]
+					r := xj * invMax
+					sw++
+					swx += xj
+					swy += y[j]
+					swr += r * r
+				}
+			} else {
+				for ; j < len(x) && x[j] < hi; j++ {
+					xj, wj := x[j], w[j]
+					r := xj * invMax
+					sw += wj
+					swx += wj * xj
+					swy += wj * y[j]
+					swr += wj * r * r
+				}
 			}
-			if newBin {
-				b++
-				sumWX[b], sumWY[b], ws.wn[b], ws.wf[b] = 0, 0, 0, 0
+			if j == i {
+				continue // empty bin
 			}
-			wi := weight(i)
-			sumWX[b] += wi * xi
-			sumWY[b] += wi * y[i]
-			ws.wn[b] += wi
-			ws.wf[b] += wi * recencyOf(xi)
-		}
-		ws.n = b + 1
-		for j := 0; j < ws.n; j++ {
-			ws.x[j] = sumWX[j] / ws.wn[j]
-			ws.y[j] = sumWY[j] / ws.wn[j]
+			b := ws.n
+			ws.x[b], ws.y[b] = swx/sw, swy/sw
+			ws.wn[b], ws.wf[b] = sw, sw+recency*swr
+			ws.n++
+			i = j
 		}
 	}
 	n := ws.n
 	ws.x, ws.y, ws.wn, ws.wf = ws.x[:n], ws.y[:n], ws.wn[:n], ws.wf[:n]
-	ws.thr, ws.lnx, ws.lnShift, ws.fracShift = ws.thr[:n], ws.lnx[:n], ws.lnShift[:n], ws.fracShift[:n]
-	ws.g, ws.abs = ws.g[:n], ws.abs[:n]
+	ws.thr, ws.lnxRel, ws.lnShift, ws.fracShift = ws.thr[:n], ws.lnxRel[:n], ws.lnShift[:n], ws.fracShift[:n]
+	ws.g, ws.row, ws.abs = ws.g[:n], ws.row[:n], ws.abs[:n]
 
 	// Normalise.
 	ylo, yhi := ws.y[0], ws.y[0]
@@ -377,9 +396,10 @@ func newCurveWork(x, y, w []float64, recency float64, maxPts int) *curveWork {
 			ws.y[i] = (ws.y[i] - ylo) / ws.units.ys
 		}
 		ws.wf[i] *= float64(n) / sumF
-		ws.lnx[i] = math.Log(ws.x[i])
+		ws.lnxRel[i] = math.Log(ws.x[i] / ws.units.xm)
 		ws.lnShift[i] = math.Log1p(ws.x[i] / ws.x0n)
 		ws.fracShift[i] = ws.x[i] / (ws.x[i] + ws.x0n)
+		ws.syy += ws.wf[i] * ws.y[i] * ws.y[i]
 	}
 	return ws
 }
@@ -422,11 +442,7 @@ func curveBinEdges(xmin, xmax float64, nb int) []float64 {
 // project solves the weighted least squares y ≈ c + w·g for (c, w) with
 // weights v, enforcing w >= 0 by falling back to the constant model.
 func (ws *curveWork) project(v []float64) (c, w float64) {
-	g, y := ws.g, ws.y
-	var s curveSums
-	for i, vi := range v {
-		s.add(vi, g[i], y[i])
-	}
+	s := curveWeightedSums(v, ws.g, ws.y)
 	return s.solve()
 }
 
@@ -436,13 +452,49 @@ func (ws *curveWork) project(v []float64) (c, w float64) {
 // so the centring loses at most a few digits.
 type curveSums struct{ sw, sg, sy, sgg, sgy float64 }
 
-func (s *curveSums) add(v, g, y float64) {
-	vg := v * g
-	s.sw += v
-	s.sg += vg
-	s.sy += v * y
-	s.sgg += vg * g
-	s.sgy += vg * y
+// curveWeightedSums accumulates the normal-equation sums with weights v.
+// Locals rather than struct fields keep the accumulators in registers.
+func curveWeightedSums(v, g, y []float64) curveSums {
+	g, y = g[:len(v)], y[:len(v)]
+	var sw, sg, sy, sgg, sgy float64
+	for i, vi := range v {
+		gi, yi := g[i], y[i]
+		vg := vi * gi
+		sw += vi
+		sg += vg
+		sy += vi * yi
+		sgg += vg * gi
+		sgy += vg * yi
+	}
+	return curveSums{sw, sg, sy, sgg, sgy}
+}
+
+// curveHuberPass evaluates the Huber loss Σ wf·ρ(r) of (c, w), with ρ(r) =
+// r² up to the threshold and 2t|r| − t² beyond, and accumulates the sums
+// for the next IRLS solve with weights wf·min(1, t/|r|). clipped reports
+// whether any point was beyond its threshold.
+func curveHuberPass(wf, thr, g, y []float64, c, w float64) (loss float64, s curveSums, clipped bool) {
+	thr, g, y = thr[:len(wf)], g[:len(wf)], y[:len(wf)]
+	var sw, sg, sy, sgg, sgy float64
+	for i, wi := range wf {
+		gi, yi, t := g[i], y[i], thr[i]
+		a := math.Abs(yi - c - w*gi)
+		vi := wi
+		if a > t {
+			loss += wi * t * (2*a - t)
+			vi *= t / a
+			clipped = true
+		} else {
+			loss += wi * a * a
+		}
+		vg := vi * gi
+		sw += vi
+		sg += vg
+		sy += vi * yi
+		sgg += vg * gi
+		sgy += vg * yi
+	}
+	return loss, curveSums{sw, sg, sy, sgg, sgy}, clipped
 }
 
 // solve returns the least-squares (c, w), or the constant model (weighted
@@ -461,42 +513,41 @@ func (s *curveSums) solve() (c, w float64) {
 	return my - w*mg, w
 }
 
+// rss is the residual sum of squares of the solution of s, from the sums
+// alone; syy is the weighted Σ y². It is exact up to rounding of order
+// 1e-15 of the data's variance, far below the IC's variance floor.
+func (s *curveSums) rss(syy float64) float64 {
+	c, w := s.solve()
+	// Σ v(y − c − w·g)² expanded with the normal equations.
+	return max(syy-c*s.sy-w*s.sgy, 0)
+}
+
 // solve returns the loss of the current ws.g and the (c, w) attaining it:
-// the weighted RSS, or with ws.robust the Huber loss after IRLS rounds.
+// the weighted RSS, or with ws.robust the Huber loss after IRLS rounds
+// started from the least-squares solution.
 func (ws *curveWork) solve() (loss, c, w float64) {
-	g, y, wf, thr := ws.g, ws.y, ws.wf, ws.thr
-	c, w = ws.project(wf)
-	if ws.robust {
-		for round := 0; round < curveIRLSRounds; round++ {
-			// Huber weights from the current residuals, summed straight
-			// into the next solve's normal equations.
-			var s curveSums
-			clipped := false
-			for i, wi := range wf {
-				if a := math.Abs(y[i] - c - w*g[i]); a > thr[i] {
-					wi *= thr[i] / a
-					clipped = true
-				}
-				s.add(wi, g[i], y[i])
-			}
-			if !clipped {
-				break // the weights would not change the solution
-			}
-			c, w = s.solve()
-		}
+	s := curveWeightedSums(ws.wf, ws.g, ws.y)
+	if !ws.robust {
+		c, w = s.solve()
+		return curveFinite(s.rss(ws.syy)), c, w
 	}
-	for i, wi := range wf {
-		r := y[i] - c - w*g[i]
-		if a, t := math.Abs(r), thr[i]; ws.robust && a > t {
-			loss += wi * (2*t*a - t*t)
-		} else {
-			loss += wi * r * r
+	c, w = s.solve()
+	for round := 0; ; round++ {
+		l, next, clipped := curveHuberPass(ws.wf, ws.thr, ws.g, ws.y, c, w)
+		if !clipped || round == curveIRLSRounds {
+			// Unclipped: (c, w) is already the Huber solution.
+			return curveFinite(l), c, w
 		}
+		c, w = next.solve()
 	}
+}
+
+// curveFinite maps a NaN or infinite loss to +Inf, the worst value.
+func curveFinite(loss float64) float64 {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return math.Inf(1), c, w
+		return math.Inf(1)
 	}
-	return loss, c, w
+	return loss
 }
 
 // shapeResult is one fitted shape.
@@ -528,26 +579,18 @@ func (sh *shapeSearch) toTheta(t, theta []float64) (out float64) {
 			out += (v - sh.hi[k]) * (v - sh.hi[k])
 			v = sh.hi[k]
 		}
-		if dim.log {
-			v = math.Exp(v)
-		}
-		theta[k] = v
+		theta[k] = curveFromCoord(dim, v)
 	}
 	return out
 }
 
 // eval is the search objective at t: the loss, increased outside the box
 // so that Nelder-Mead is pushed back to the bounds.
-var dbgEvals = map[string]int{}
-var dbgSkipNM = false
-var dbgB1, dbgP1, dbgB2, dbgP2, dbgRel = 25, 4, 45, 6, 1e-6
-
 func (ws *curveWork) eval(sh *shapeSearch, t []float64) float64 {
-	dbgEvals[sh.shape.name]++
 	var theta [2]float64
 	th := theta[:len(sh.shape.dims)]
 	out := sh.toTheta(t, th)
-	sh.shape.fill(ws, th)
+	sh.shape.fillG(ws, th)
 	loss, _, _ := ws.solve()
 	if out > 0 {
 		loss = loss*(1+10*out) + 1e-12*out
@@ -555,32 +598,41 @@ func (ws *curveWork) eval(sh *shapeSearch, t []float64) float64 {
 	return loss
 }
 
-// grid evaluates the plain least-squares loss on the coarse grid, keeps the
-// best point and builds the initial simplex from its better neighbour in
-// every dimension.
+// grid evaluates the plain weighted least-squares loss on the coarse grid,
+// keeps the best point and builds the initial simplex from it and its
+// better neighbour along every axis.
 func (ws *curveWork) grid(sh *shapeSearch) {
 	dims := sh.shape.dims
 	coord := func(k, i int) float64 {
 		return sh.lo[k] + (sh.hi[k]-sh.lo[k])*float64(i)/float64(dims[k].grid-1)
 	}
-	robust := ws.robust
-	ws.robust = false
-	defer func() { ws.robust = robust }()
-	var t [2]float64
+	rss := func() float64 {
+		s := curveWeightedSums(ws.wf, ws.g, ws.y)
+		return s.rss(ws.syy)
+	}
 	n1 := 1
 	if len(dims) == 2 {
 		n1 = dims[1].grid
 	}
-	// Values of the grid, row-major; at most 16x16.
-	var vals [256]float64
+	var vals [256]float64 // row-major grid values; dims have at most 16 points
+	var theta [2]float64
 	bi, bj, bf := 0, 0, math.Inf(1)
 	for i := 0; i < dims[0].grid; i++ {
-		t[0] = coord(0, i)
+		theta[0] = curveFromCoord(dims[0], coord(0, i))
+		if len(dims) == 2 {
+			sh.shape.row(ws, theta[0], ws.row)
+		}
 		for j := 0; j < n1; j++ {
 			if len(dims) == 2 {
-				t[1] = coord(1, j)
+				theta[1] = curveFromCoord(dims[1], coord(1, j))
+				sh.shape.fromRow(ws, ws.row, theta[:2])
+			} else {
+				sh.shape.fill(ws, theta[:1])
 			}
-			f := ws.eval(sh, t[:len(dims)])
+			f := rss()
+			if math.IsNaN(f) {
+				f = math.Inf(1)
+			}
 			vals[i*n1+j] = f
 			if f < bf {
 				bi, bj, bf = i, j, f
@@ -605,15 +657,25 @@ func (ws *curveWork) grid(sh *shapeSearch) {
 			return i + 1
 		}
 	}
+	// The optimum is most likely within half a grid step of the best point,
+	// towards its better neighbour: span the simplex that way.
 	sh.simp[0] = sh.best
 	ni := neighbour(bi, dims[0].grid-1, func(i int) float64 { return vals[i*n1+bj] })
 	sh.simp[1] = sh.best
-	sh.simp[1][0] = coord(0, ni)
+	sh.simp[1][0] = (sh.best[0] + coord(0, ni)) / 2
 	if len(dims) == 2 {
 		nj := neighbour(bj, n1-1, func(j int) float64 { return vals[bi*n1+j] })
 		sh.simp[2] = sh.best
-		sh.simp[2][1] = coord(1, nj)
+		sh.simp[2][1] = (sh.best[1] + coord(1, nj)) / 2
 	}
+}
+
+// curveFromCoord maps a search coordinate to the parameter value.
+func curveFromCoord(d thetaDim, t float64) float64 {
+	if d.log {
+		return math.Exp(t)
+	}
+	return t
 }
 
 // nelderMead refines the grid optimum with gonum's Nelder-Mead, starting
@@ -632,15 +694,15 @@ func (ws *curveWork) nelderMead(sh *shapeSearch) []float64 {
 			bestK = k
 		}
 	}
-	budget, patience := dbgB1, dbgP1
+	budget := curveNMBudget1D
 	if dim == 2 {
-		budget, patience = dbgB2, dbgP2
+		budget = curveNMBudget2D
 	}
 	problem := optimize.Problem{Func: func(t []float64) float64 { return ws.eval(sh, t) }}
 	settings := &optimize.Settings{
 		InitValues:      &optimize.Location{F: vals[bestK]},
 		FuncEvaluations: budget,
-		Converger:       &optimize.FunctionConverge{Absolute: 1e-15, Relative: dbgRel, Iterations: patience},
+		Converger:       &optimize.FunctionConverge{Absolute: 1e-15, Relative: 1e-6, Iterations: curveNMPatience},
 	}
 	method := &optimize.NelderMead{InitialVertices: verts, InitialValues: vals}
 	res, err := optimize.Minimize(problem, verts[bestK], settings, method)
@@ -653,38 +715,35 @@ func (ws *curveWork) nelderMead(sh *shapeSearch) []float64 {
 
 // fitShape fits one shape at the common robust scale.
 func (ws *curveWork) fitShape(sh *shapeSearch) shapeResult {
-	var t []float64
-	if dbgSkipNM {
-		t = sh.best[:len(sh.shape.dims)]
-	} else {
-		t = ws.nelderMead(sh)
-	}
+	t := ws.nelderMead(sh)
 	theta := make([]float64, len(sh.shape.dims))
 	sh.toTheta(t, theta)
-	sh.shape.fill(ws, theta)
+	sh.shape.fillG(ws, theta)
 	loss, c, w := ws.solve()
 	ok := !math.IsInf(loss, 0) && !math.IsNaN(c) && !math.IsNaN(w)
 	return shapeResult{fit: shapeFit{theta: theta, c: c, w: w}, loss: loss, ok: ok}
 }
 
-// robustScale sets the common Huber scale from the best grid fits: the
-// smallest 1.4826·MAD over the shapes of the residuals standardised by
-// observation weight (the best-fitting shape has the least lack of fit in
-// its residuals).
+// robustScale sets the common Huber scale from the best grid fit over all
+// shapes (the one with the least lack of fit in its residuals): 1.4826·MAD
+// of its residuals standardised by observation weight. One scale for all
+// families keeps their robust losses, and so their ICs, comparable.
 func (ws *curveWork) robustScale(searches []*shapeSearch) {
-	scale := math.Inf(1)
-	var theta [2]float64
-	for _, sh := range searches {
-		th := theta[:len(sh.shape.dims)]
-		sh.toTheta(sh.best[:len(th)], th)
-		sh.shape.fill(ws, th)
-		c, w := ws.project(ws.wf)
-		for i := range ws.abs {
-			ws.abs[i] = math.Abs(ws.y[i]-c-w*ws.g[i]) * math.Sqrt(ws.wn[i])
+	best := searches[0]
+	for _, sh := range searches[1:] {
+		if sh.gridF < best.gridF {
+			best = sh
 		}
-		scale = min(scale, 1.4826*curveMedianInPlace(ws.abs))
 	}
-	ws.scale = max(scale, curveScaleFloor)
+	var theta [2]float64
+	th := theta[:len(best.shape.dims)]
+	best.toTheta(best.best[:len(th)], th)
+	best.shape.fillG(ws, th)
+	c, w := ws.project(ws.wf)
+	for i := range ws.abs {
+		ws.abs[i] = math.Abs(ws.y[i]-c-w*ws.g[i]) * math.Sqrt(ws.wn[i])
+	}
+	ws.scale = max(1.4826*curveMedianInPlace(ws.abs), curveScaleFloor)
 	for i, wn := range ws.wn {
 		ws.thr[i] = curveHuberK * ws.scale / math.Sqrt(wn)
 	}

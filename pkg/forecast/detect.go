@@ -137,8 +137,10 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 			in.Issues = append(in.Issues, fmt.Sprintf("latest progress moved %.0f× faster than the job's median rate", jr))
 		}
 	}
-	// Reported ETA vs the planner's.
-	if !math.IsNaN(last.ReportedETA) && plannerETA.Known && plannerETA.Value > 0 {
+	// Reported ETA vs the planner's. Only before any restart: a resumed
+	// reporter counts elapsed time from the restart but steps from the
+	// start, so its ETA is honestly biased low (and grows for a while).
+	if last.Seg == 0 && !math.IsNaN(last.ReportedETA) && plannerETA.Known && plannerETA.Value > 0 {
 		r := last.ReportedETA / plannerETA.Value
 		in.ETARatio = &r
 		if r < 0.25 && plannerETA.Value-last.ReportedETA > 300 {
@@ -152,7 +154,7 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 			etas = append(etas, seen[i])
 		}
 	}
-	if len(etas) >= 8 {
+	if len(etas) >= 8 && last.Seg == 0 {
 		newest, oldest := etas[0], etas[len(etas)-1]
 		span := newest.T - oldest.T
 		if span >= 60 && span >= 0.1*(newest.T-seen[0].T) && newest.ReportedETA >= oldest.ReportedETA && newest.ReportedETA > 0 {

@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Settings tune Fit. DefaultSettings documents every default.
@@ -18,6 +19,12 @@ type Settings struct {
 	// PlateauThreshold is the plateau probability at which Forecast.Plateaued
 	// is set.
 	PlateauThreshold float64
+	// PlateauStallShare: the job also counts as plateaued when its best
+	// value improved by less than PlateauEpsilon of its gain over this
+	// share of its elapsed time (stretched to hold at least
+	// PlateauStallPoints observations), whatever the curve says.
+	PlateauStallShare  float64
+	PlateauStallPoints int
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -47,6 +54,8 @@ func DefaultSettings() Settings {
 		MinObjectivePoints: 4,
 		PlateauEpsilon:     0.01,
 		PlateauThreshold:   0.8,
+		PlateauStallShare:  0.2,
+		PlateauStallPoints: 3,
 		HangMultiple:       2,
 		HangSlack:          45,
 		DivergeNoise:       6,
@@ -86,6 +95,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	f.Reports = len(pts)
 	last := pts[len(pts)-1]
 	f.Segments = last.Seg + 1
+	f.LastReport = ptr(math.Min(now, math.Max(last.T, h.lastReport)))
 	axis := chooseAxis(pts)
 
 	// Progress.
@@ -298,6 +308,9 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
 	}
+	if stalled(obs, now, s) {
+		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
+	}
 	if f.PlateauProbability >= s.PlateauThreshold && f.ObjectivePts >= s.MinObjectivePoints+2 {
 		f.Plateaued = true
 		if on := plateauOnset(obs, s.PlateauEpsilon); !math.IsNaN(on) {
@@ -309,16 +322,18 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	// the objective rising beyond its noise.
 	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
 		if pts[i].NonFinite {
-			f.Diverging = true
+			f.Diverging, f.NonFinite = true, true
 			f.DivergenceReason = fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T)
+			break
+		}
+		if slices.Contains(pts[i].NaNMetrics, obj.Metric) {
+			f.Diverging, f.NonFinite = true, true
+			f.DivergenceReason = fmt.Sprintf("the objective %s reported NaN/Inf at t=%.0fs", obj.Metric, pts[i].T)
 			break
 		}
 	}
 	if !f.Diverging {
 		f.Diverging, f.DivergenceReason = divergence(obs, s)
-	}
-	if f.Diverging {
-		f.Plateaued = false
 	}
 
 	f.Integrity = integrity(h, axis, f.ETA, now)
@@ -338,6 +353,41 @@ func oriented(mean, lo, hi, sign float64, basis string) Estimate {
 		a, b = b, a
 	}
 	return Estimate{Known: true, Value: sign * mean, Lo: a, Hi: b, Basis: basis}
+}
+
+// stalled reports whether the best-so-far gained less than PlateauEpsilon
+// of the total gain during the stall window: the last PlateauStallShare of
+// elapsed time, stretched back to hold at least PlateauStallPoints
+// observations (evaluations can be sparse).
+func stalled(obs []objPoint, now float64, s Settings) bool {
+	k := s.PlateauStallPoints
+	if len(obs) < 2*k || s.PlateauStallShare <= 0 || k < 1 {
+		return false
+	}
+	t0 := obs[0].t
+	w0 := math.Min(now-s.PlateauStallShare*(now-t0), obs[len(obs)-k].t)
+	// Bests of the running median of three, so one noisy low reading is
+	// not taken for progress.
+	best, bestBefore := math.Inf(1), math.Inf(1)
+	for i, o := range obs {
+		if i > 0 && i < len(obs)-1 {
+			best = math.Min(best, median3(obs[i-1].y, o.y, obs[i+1].y))
+		} else if i == 0 {
+			best = o.y
+		}
+		if o.t < w0 {
+			bestBefore = best
+		}
+	}
+	gain := obs[0].y - best
+	if gain <= 0 || math.IsInf(bestBefore, 1) {
+		return false
+	}
+	return bestBefore-best < s.PlateauEpsilon*gain
+}
+
+func median3(a, b, c float64) float64 {
+	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c))
 }
 
 // linearCrossing extends a straight line through the observations of the

@@ -265,3 +265,37 @@ func TestFitEmptyAndGarbageNeverPanic(t *testing.T) {
 		t.Errorf("progress with no counter not flagged: %+v", f.Integrity)
 	}
 }
+
+func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
+	mk := func(nanMetric string) Forecast {
+		h := NewHistory(DefaultLimits())
+		for i := 0; i <= 20; i++ {
+			acc := fmt.Sprintf("%.4f", 0.9-0.5/(1+float64(i)))
+			gn := "1.5"
+			if i == 20 {
+				switch nanMetric {
+				case "auc":
+					acc = "nan"
+				case "grad_norm":
+					gn = "inf"
+				}
+			}
+			h.Observe(float64(i*10), TrainerStatus{Metrics: metrics("auc", acc, "grad_norm", gn, "epoch", fmt.Sprint(i))})
+		}
+		return Fit(h, Objective{Metric: "auc", Direction: Maximize}, 200, DefaultSettings())
+	}
+	if f := mk("auc"); !f.Diverging || !f.NonFinite {
+		t.Errorf("NaN objective not flagged: %+v", f.DivergenceReason)
+	}
+	if f := mk("grad_norm"); f.Diverging {
+		t.Errorf("inf grad_norm (fp16 loss scaling) flagged as divergence: %s", f.DivergenceReason)
+	}
+	// The encoded history keeps the NaN marks.
+	h := NewHistory(DefaultLimits())
+	h.Observe(0, TrainerStatus{Metrics: metrics("auc", "nan", "epoch", "1")})
+	b, _ := h.MarshalJSON()
+	g, err := UnmarshalHistory(b, DefaultLimits())
+	if err != nil || len(g.Points()) != 1 || len(g.Points()[0].NaNMetrics) != 1 {
+		t.Errorf("NaN marks lost in the codec: %v %+v", err, g)
+	}
+}

@@ -24,6 +24,9 @@ type Forecast struct {
 	// SinceProgress is Now minus the last time the step counter moved (or,
 	// without a counter, the last time any metric changed).
 	SinceProgress float64 `json:"sinceProgress"`
+	// LastReport is the time of the latest accepted report (heartbeats
+	// included), in the history's time base.
+	LastReport *float64 `json:"lastReport,omitempty"`
 	// ReportInterval is the job's median interval between reports.
 	ReportInterval *float64 `json:"reportInterval,omitempty"`
 
@@ -56,8 +59,11 @@ type Forecast struct {
 
 	Diverging        bool   `json:"diverging"`
 	DivergenceReason string `json:"divergenceReason,omitempty"`
-	Hung             bool   `json:"hung"`
-	HangReason       string `json:"hangReason,omitempty"`
+	// NonFinite: the divergence is a NaN/Inf in a loss-like metric or the
+	// objective (not a judgement on noise): acting on it needs no dwell.
+	NonFinite  bool   `json:"nonFinite,omitempty"`
+	Hung       bool   `json:"hung"`
+	HangReason string `json:"hangReason,omitempty"`
 
 	// Integrity holds the plausibility evidence about tenant-reported
 	// progress; the policy turns it into the Untrusted verdict.

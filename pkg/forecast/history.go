@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -35,7 +36,9 @@ type Point struct {
 	Progress    float64 // reported progressPercentage / 100
 	ReportedETA float64 // reported estimatedRemainingSeconds
 	NonFinite   bool    // a loss-like metric reported NaN/Inf here
-	vals        []float64
+	// NaNMetrics names other metrics that reported NaN/Inf here.
+	NaNMetrics []string
+	vals       []float64
 }
 
 // Fraction is the planner's own progress measure at this point: step over
@@ -181,6 +184,10 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 	}
 	p := Point{T: t, Step: snap.Step, TotalSteps: snap.TotalSteps, Epoch: snap.Epoch, TotalEpochs: snap.TotalEpochs,
 		Progress: snap.Progress, ReportedETA: snap.ReportedETA, NonFinite: len(snap.NonFinite) > 0}
+	if len(snap.NonFiniteOther) > 0 {
+		p.NaNMetrics = snap.NonFiniteOther[:min(len(snap.NonFiniteOther), h.limits.MaxMetrics)]
+		sortStrings(p.NaNMetrics)
+	}
 	if p.NonFinite && math.IsNaN(h.firstNaN) {
 		h.firstNaN = t
 	}
@@ -247,7 +254,8 @@ func isRestart(last, p *Point) bool {
 // recomputes from elapsed time) changed.
 func sameReport(a, b *Point) bool {
 	if !sameF(a.Step, b.Step) || !sameF(a.TotalSteps, b.TotalSteps) || !sameF(a.Epoch, b.Epoch) ||
-		!sameF(a.TotalEpochs, b.TotalEpochs) || !sameF(a.Progress, b.Progress) || a.NonFinite != b.NonFinite {
+		!sameF(a.TotalEpochs, b.TotalEpochs) || !sameF(a.Progress, b.Progress) || a.NonFinite != b.NonFinite ||
+		!slices.Equal(a.NaNMetrics, b.NaNMetrics) {
 		return false
 	}
 	n := max(len(a.vals), len(b.vals))
@@ -268,7 +276,7 @@ func (h *History) informative(i int) bool {
 		return true
 	}
 	a, b := &h.points[i-1], &h.points[i]
-	if a.Seg != b.Seg || a.NonFinite != b.NonFinite {
+	if a.Seg != b.Seg || a.NonFinite != b.NonFinite || !slices.Equal(a.NaNMetrics, b.NaNMetrics) {
 		return true
 	}
 	for c := range h.names {

@@ -48,6 +48,7 @@ type historyJSON struct {
 	T          []float64            `json:"t"`
 	SegStarts  []int                `json:"seg,omitempty"`
 	NonFinite  []int                `json:"nf,omitempty"`
+	NaNMetrics map[string][]int     `json:"nanm,omitempty"`
 	Cols       map[string]column    `json:"cols,omitempty"`
 	LastReport nullFloat            `json:"last"`
 	Heartbeats int                  `json:"hb,omitempty"`
@@ -149,6 +150,12 @@ func (h *History) MarshalJSON() ([]byte, error) {
 		if p.NonFinite {
 			e.NonFinite = append(e.NonFinite, i)
 		}
+		for _, m := range p.NaNMetrics {
+			if e.NaNMetrics == nil {
+				e.NaNMetrics = map[string][]int{}
+			}
+			e.NaNMetrics[m] = append(e.NaNMetrics[m], i)
+		}
 	}
 	for _, cc := range counterCols {
 		if col, ok := encodeColumn(n, func(i int) float64 { return *cc.get(&h.points[i]) }); ok {
@@ -200,6 +207,19 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 			return nil, fmt.Errorf("decode history: non-finite index %d out of range", i)
 		}
 		h.points[i].NonFinite = true
+	}
+	var nanNames []string
+	for m := range e.NaNMetrics {
+		nanNames = append(nanNames, m)
+	}
+	sortStrings(nanNames)
+	for _, m := range nanNames {
+		for _, i := range e.NaNMetrics[m] {
+			if i < 0 || i >= n || len(h.points[i].NaNMetrics) >= h.limits.MaxMetrics {
+				return nil, fmt.Errorf("decode history: NaN-metric index %d out of range", i)
+			}
+			h.points[i].NaNMetrics = append(h.points[i].NaNMetrics, m)
+		}
 	}
 	for _, cc := range counterCols {
 		col, ok := e.Cols[cc.name]

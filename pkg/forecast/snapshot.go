@@ -76,6 +76,10 @@ type Snapshot struct {
 	// NonFinite lists loss-like metrics that reported NaN/Inf: a divergence
 	// signal, never a value.
 	NonFinite []string
+	// NonFiniteOther lists other metrics that reported NaN/Inf (e.g. an
+	// accuracy objective, or grad_norm during fp16 loss scaling); they are
+	// a divergence signal only when the metric is the job's objective.
+	NonFiniteOther []string
 }
 
 // counter names real reporters use, snake and camel case, mapped to the
@@ -221,6 +225,7 @@ func Parse(t float64, s TrainerStatus) (snap Snapshot, rejs []Rejection, ok bool
 				snap.NonFinite = append(snap.NonFinite, cname)
 			} else {
 				reject(RejectNonFinite, name, "")
+				snap.NonFiniteOther = append(snap.NonFiniteOther, cname)
 			}
 			continue
 		}
@@ -259,7 +264,7 @@ func Parse(t float64, s TrainerStatus) (snap Snapshot, rejs []Rejection, ok bool
 		fatal = true
 	}
 	if !fatal && math.IsNaN(snap.Progress) && math.IsNaN(snap.Step) && math.IsNaN(snap.Epoch) &&
-		len(snap.Metrics) == 0 && len(snap.NonFinite) == 0 && math.IsNaN(snap.ReportedETA) {
+		len(snap.Metrics) == 0 && len(snap.NonFinite) == 0 && len(snap.NonFiniteOther) == 0 && math.IsNaN(snap.ReportedETA) {
 		reject(RejectEmpty, "trainerStatus", "")
 		fatal = true
 	}

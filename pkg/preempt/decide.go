@@ -1,0 +1,451 @@
+package preempt
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// Facts is what the platform knows for sure about the job, independent of
+// anything the job reports. Times are in the forecast's time base.
+type Facts struct {
+	// BasePriority is the Workload's priority before any boost.
+	BasePriority int32 `json:"basePriority"`
+	// GPUs held by the job while admitted.
+	GPUs int `json:"gpus"`
+	// AdmittedAt is when the current admission began; nil when the job is
+	// not admitted (pending, evicted or deactivated).
+	AdmittedAt *float64 `json:"admittedAt,omitempty"`
+	// Evictions is the number of evictions so far (any cause).
+	Evictions int `json:"evictions"`
+	// LastPlannerEvictionAt is when the job was last evicted because of a
+	// boost or action the planner applied; nil when never.
+	LastPlannerEvictionAt *float64 `json:"lastPlannerEvictionAt,omitempty"`
+	ClusterQueue          string   `json:"clusterQueue,omitempty"`
+	Namespace             string   `json:"namespace,omitempty"`
+	// StopOptIn: the TrainJob carries the owner's opt-in annotation for
+	// being stopped when stalled.
+	StopOptIn bool `json:"stopOptIn,omitempty"`
+}
+
+// Action is what the controller should do besides writing the boost.
+type Action string
+
+const (
+	// ActionNone: only the boost.
+	ActionNone Action = "None"
+	// ActionDeactivate: set the Workload's spec.active=false (Kueue evicts
+	// the job and keeps it out until its owner reactivates it).
+	ActionDeactivate Action = "Deactivate"
+)
+
+// Hold names what kept the boost from moving to the verdict's boost.
+type Hold string
+
+const (
+	// HoldDwell: the verdict has not held for Stability.MinDwell yet.
+	HoldDwell Hold = "Dwell"
+	// HoldRateCap: Stability.MaxBoostChangesPerHour reached.
+	HoldRateCap Hold = "RateCap"
+)
+
+// Decision is the outcome for one job at one instant, and the state the
+// next Decide needs: store it (it is plain JSON, e.g. in a status field)
+// and pass it back as previous. Times are in the forecast's time base.
+type Decision struct {
+	// At is the forecast's Now.
+	At float64 `json:"at"`
+	// Verdict and since when it has held without interruption.
+	Verdict      Verdict `json:"verdict"`
+	VerdictSince float64 `json:"verdictSince"`
+	// StalledSince is since when the verdict has been Plateaued, Diverging
+	// or Hung without interruption (switching among those three keeps it);
+	// nil otherwise. The stop grace period counts from here.
+	StalledSince *float64 `json:"stalledSince,omitempty"`
+	// Mode in effect for this job.
+	Mode Mode `json:"mode"`
+	// Boost is the value to write to kueue.x-k8s.io/priority-boost: the
+	// AdvisedBoost in enforce mode, 0 in advise mode.
+	Boost int32 `json:"boost"`
+	// AdvisedBoost is the boost the policy decides (after dwell and rate
+	// cap), whatever the mode. It is the state the rate cap tracks.
+	AdvisedBoost int32 `json:"advisedBoost"`
+	// EffectivePriority is BasePriority + Boost (saturating).
+	EffectivePriority int32 `json:"effectivePriority"`
+	// HeldBy says why AdvisedBoost is not the verdict's boost ("" when it
+	// is, or when a cooldown is the reason, which the Reason then says).
+	HeldBy Hold `json:"heldBy,omitempty"`
+	// Action to apply (None in advise mode) and the action decided.
+	Action        Action `json:"action"`
+	AdvisedAction Action `json:"advisedAction"`
+	// GPUHoursSaved by the (advised) Deactivate: GPUs × the planner's ETA,
+	// or × Stop.Horizon when the ETA is unknown (the Reason says which).
+	GPUHoursSaved float64 `json:"gpuHoursSaved,omitempty"`
+	// ProtectedUntil is the end of the protection lease; nil when the job
+	// holds no protection.
+	ProtectedUntil *float64 `json:"protectedUntil,omitempty"`
+	// LeaseCooldownUntil: protection cannot be earned before this time.
+	LeaseCooldownUntil *float64 `json:"leaseCooldownUntil,omitempty"`
+	// Distrust records the last integrity finding; while it lasts the job
+	// cannot earn protection.
+	Distrust *Distrust `json:"distrust,omitempty"`
+	// BoostChanges are the times AdvisedBoost changed within the last hour
+	// (bounded), for the rate cap.
+	BoostChanges []float64 `json:"boostChanges,omitempty"`
+	// Reason is one human line: the verdict, the evidence with its
+	// numbers, the boost and what held or changed it.
+	Reason string `json:"reason"`
+}
+
+// Distrust is the memory of an integrity finding.
+type Distrust struct {
+	At       float64 `json:"at"`       // time of the latest finding
+	Until    float64 `json:"until"`    // no protection before this time
+	Findings string  `json:"findings"` // what was found, human-readable
+}
+
+// IsZero reports whether d is the zero Decision ("no previous decision").
+func (d Decision) IsZero() bool { return d.Verdict == "" }
+
+const (
+	rateWindow   = 3600.0 // seconds: the rate cap's sliding window
+	maxChangeLog = 64     // bound on Decision.BoostChanges
+)
+
+// Decide turns one forecast into a Decision. It is a pure function: all
+// state comes in through previous (the zero Decision for the first call)
+// and goes out in the result. The steps, in order:
+//
+//  1. Carry over state: end an expired protection lease (starting the lease
+//     cooldown) and record or expire integrity distrust.
+//  2. Classify the forecast with the verdict rules (see the package doc),
+//     using previous.Verdict to choose enter or exit thresholds.
+//  3. Revoke protection if the verdict is no longer NearDone.
+//  4. Pick the verdict's boost; a lease cooldown withholds protection and an
+//     eviction cooldown withholds penalties.
+//  5. Move towards it subject to the minimum dwell and the rate cap; removing
+//     protection is never held. Grant a lease when protection starts.
+//  6. Decide Deactivate where stopping is opted in.
+//  7. Apply the mode and write the reason.
+//
+// p should be valid (see Validate). If it is not, or if f.Now is not finite,
+// the previous boost and state are kept, the verdict is Unknown and the
+// reason says why.
+func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decision {
+	if err := p.Validate(); err != nil {
+		return keep(previous, f.Now, p.Boosts, facts, "policy not applied: "+err.Error())
+	}
+	if !finite(f.Now) {
+		return keep(previous, f.Now, p.Boosts, facts, "forecast time is not finite")
+	}
+	now := f.Now
+	eff := p.Effective(facts.Namespace, facts.ClusterQueue)
+	var prev Verdict
+	if !previous.IsZero() {
+		prev = previous.Verdict
+	}
+	prevBoost := clamp(previous.AdvisedBoost, p.Boosts.Min, p.Boosts.Max)
+	d := Decision{At: now, Mode: eff.Mode, Action: ActionNone, AdvisedAction: ActionNone}
+	var notes []string
+
+	// 1. Carried-over state.
+	lease := finitePtr(previous.ProtectedUntil)
+	leaseCool := finitePtr(previous.LeaseCooldownUntil)
+	leaseCooldown := p.NearDone.LeaseCooldown.Seconds()
+	if lease != nil && now >= *lease {
+		leaseCool = ptr(*lease + leaseCooldown)
+		notes = append(notes, fmt.Sprintf("protection lease expired %s ago with the job still running", fmtDur(now-*lease)))
+		lease = nil
+	}
+	findings := integrityFindings(&f, &p)
+	distrust := previous.Distrust
+	if distrust != nil && !(finite(distrust.Until) && now < distrust.Until) {
+		distrust = nil
+	}
+	if len(findings) > 0 {
+		until := now + p.Integrity.DistrustFor.Seconds()
+		if distrust != nil && distrust.Until > until {
+			until = distrust.Until
+		}
+		distrust = &Distrust{At: now, Until: until, Findings: strings.Join(findings, ", ")}
+		if now >= until {
+			distrust = nil // DistrustFor 0: only the current forecast counts
+		}
+	} else if distrust != nil {
+		distrust = &Distrust{At: distrust.At, Until: distrust.Until, Findings: distrust.Findings}
+	}
+	d.Distrust = distrust
+	var distrustPhrase string
+	if distrust != nil && len(findings) == 0 {
+		distrustPhrase = fmt.Sprintf("integrity finding %s ago (%s), distrusted for %s more",
+			fmtDur(now-distrust.At), distrust.Findings, fmtDur(distrust.Until-now))
+	}
+
+	// 2. Verdict.
+	in := ruleInput{f: &f, facts: &facts, p: &p, prev: prev, findings: findings, distrust: distrustPhrase}
+	v, evidence := classify(&in)
+	d.Verdict, d.VerdictSince = v, now
+	if v == prev && finite(previous.VerdictSince) {
+		d.VerdictSince = previous.VerdictSince
+	}
+	if v.Stalled() {
+		since := now
+		if prev.Stalled() && previous.StalledSince != nil && finite(*previous.StalledSince) {
+			since = *previous.StalledSince
+		}
+		d.StalledSince = &since
+	}
+	if v != Untrusted && (len(findings) > 0 || distrustPhrase != "") {
+		if len(findings) > 0 {
+			notes = append(notes, "integrity: "+strings.Join(findings, ", "))
+		} else {
+			notes = append(notes, distrustPhrase)
+		}
+	}
+
+	// 3. Protection only lives in NearDone.
+	if lease != nil && v != NearDone {
+		leaseCool = ptr(now + leaseCooldown)
+		notes = append(notes, "protection revoked: the verdict left NearDone")
+		lease = nil
+	}
+	if leaseCool != nil && now >= *leaseCool {
+		leaseCool = nil
+	}
+
+	// 4. The verdict's boost.
+	evict := evictionCooldown(&facts, &p, now)
+	var target int32
+	switch {
+	case v == NearDone:
+		if lease == nil && leaseCool != nil {
+			notes = append(notes, fmt.Sprintf("protection cannot be re-earned for %s (lease cooldown)", fmtDur(*leaseCool-now)))
+		} else {
+			target = p.Boosts.NearDone
+		}
+	case v.Stalled():
+		if evict.active {
+			notes = append(notes, evict.note)
+		} else {
+			target = stallBoost(v, &p.Boosts)
+		}
+	}
+	target = clamp(target, p.Boosts.Min, p.Boosts.Max)
+
+	// 5. Dwell and rate cap.
+	minDwell := p.Stability.MinDwell.Seconds()
+	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f))
+	changes := recentChanges(previous.BoostChanges, now)
+	nChanges := len(changes)
+	newBoost := prevBoost
+	if target != prevBoost {
+		switch {
+		case prevBoost > 0 && target <= 0:
+			// Removing protection is never held; a penalty still waits
+			// for the dwell.
+			newBoost = target
+			if !dwellOK && target < 0 {
+				newBoost, d.HeldBy = 0, HoldDwell
+			}
+		case !dwellOK:
+			d.HeldBy = HoldDwell
+		default:
+			limit := p.Stability.MaxBoostChangesPerHour
+			if target > 0 {
+				limit-- // keep room for the grant's removal
+			}
+			if nChanges >= limit {
+				d.HeldBy = HoldRateCap
+			} else {
+				newBoost = target
+			}
+		}
+	}
+	if newBoost != prevBoost {
+		changes = append(changes, now)
+	}
+	if len(changes) > maxChangeLog {
+		changes = changes[len(changes)-maxChangeLog:]
+	}
+	if len(changes) > 0 {
+		d.BoostChanges = changes
+	}
+	d.AdvisedBoost = newBoost
+	if newBoost > 0 && v == NearDone {
+		if lease == nil {
+			lease = ptr(now + math.Min(f.ETA.Hi*(1+p.NearDone.LeaseMargin), p.NearDone.MaxLease.Seconds()))
+		}
+	} else {
+		lease = nil
+	}
+	d.ProtectedUntil, d.LeaseCooldownUntil = lease, leaseCool
+
+	// 6. Stop.
+	if v.Stalled() {
+		if note := decideStop(&d, &f, &facts, &p, eff, evict.active); note != "" {
+			notes = append(notes, note)
+		}
+	}
+
+	// 7. Mode and reason.
+	if eff.Mode == ModeEnforce {
+		d.Boost, d.Action = d.AdvisedBoost, d.AdvisedAction
+	}
+	d.EffectivePriority = addSaturating(facts.BasePriority, d.Boost)
+	d.Reason = buildReason(&d, reasonParts{
+		verdict: v, evidence: evidence, target: target, eff: eff, facts: facts,
+		dwell: now - d.VerdictSince, minDwell: minDwell,
+		changes: nChanges, maxRate: p.Stability.MaxBoostChangesPerHour,
+		notes: notes,
+	})
+	return d
+}
+
+// decideStop sets the advised Deactivate when every condition holds and
+// returns a note explaining the outcome ("" when stopping is not opted in).
+func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff Effective, evictionCooldown bool) string {
+	var by string
+	switch {
+	case eff.Stop:
+		by = "stop enabled by policy (" + eff.StopScope + ")"
+	case eff.AllowJobOptIn && facts.StopOptIn:
+		by = "stop opted in by the job"
+	default:
+		return ""
+	}
+	stalledFor := f.Now - *d.StalledSince
+	grace := p.Stop.GracePeriod.Seconds()
+	c := confidence(f)
+	switch {
+	case facts.AdmittedAt == nil:
+		return by + "; not running, nothing to stop"
+	case evictionCooldown:
+		return by + "; not during the eviction cooldown"
+	case c < p.Stop.MinConfidence:
+		return fmt.Sprintf("%s; no stop at confidence %.2f (stop floor %.2f)", by, c, p.Stop.MinConfidence)
+	case stalledFor < grace:
+		return fmt.Sprintf("%s; stalled %s, Deactivate after %s (%s to go)", by, fmtDur(stalledFor), fmtDur(grace), fmtDur(grace-stalledFor))
+	}
+	gpus := max(facts.GPUs, 0)
+	var hours float64
+	var basis string
+	if f.ETA.Known && finite(f.ETA.Value) && f.ETA.Value >= 0 {
+		hours = f.ETA.Value / 3600
+		basis = fmt.Sprintf("%s to the planned end, planner ETA", fmtDur(f.ETA.Value))
+	} else {
+		hours = p.Stop.Horizon.Seconds() / 3600
+		basis = fmt.Sprintf("%s horizon, ETA unknown", fmtDur(p.Stop.Horizon.Seconds()))
+	}
+	d.AdvisedAction = ActionDeactivate
+	d.GPUHoursSaved = float64(gpus) * hours
+	return fmt.Sprintf("Deactivate (%s): stalled %s (grace %s), saves %.1f GPU-hours (%d GPUs × %s)",
+		by, fmtDur(stalledFor), fmtDur(grace), d.GPUHoursSaved, gpus, basis)
+}
+
+type evictionState struct {
+	active bool
+	note   string
+}
+
+// evictionCooldown: after a planner-caused eviction the job is not
+// penalized again until it has run Stability.EvictionCooldown after its
+// readmission (while it is out, no new evidence can arrive).
+func evictionCooldown(facts *Facts, p *Policy, now float64) evictionState {
+	e := facts.LastPlannerEvictionAt
+	cd := p.Stability.EvictionCooldown.Seconds()
+	if e == nil || !finite(*e) || cd <= 0 {
+		return evictionState{}
+	}
+	a := facts.AdmittedAt
+	if a == nil || !finite(*a) || *a < *e {
+		return evictionState{true, fmt.Sprintf(
+			"eviction cooldown: the planner evicted it %s ago (evictions so far: %d), no penalty until it has run %s after readmission",
+			fmtDur(now-*e), facts.Evictions, fmtDur(cd))}
+	}
+	if until := *a + cd; now < until {
+		return evictionState{true, fmt.Sprintf(
+			"eviction cooldown: readmitted %s ago after a planner eviction (evictions so far: %d), no penalty for %s more",
+			fmtDur(now-*a), facts.Evictions, fmtDur(until-now))}
+	}
+	return evictionState{}
+}
+
+func stallBoost(v Verdict, b *Boosts) int32 {
+	switch v {
+	case Plateaued:
+		return b.Plateaued
+	case Diverging:
+		return b.Diverging
+	case Hung:
+		return b.Hung
+	}
+	return 0
+}
+
+// keep returns previous with verdict Unknown: used when no decision can be
+// made (invalid policy, non-finite time). Nothing changes, so nothing flaps;
+// only a boost outside the bounds (when they make sense) is clamped.
+func keep(previous Decision, now float64, b Boosts, facts Facts, why string) Decision {
+	d := previous
+	if b.Min <= 0 && b.Max >= 0 {
+		d.Boost = clamp(d.Boost, b.Min, b.Max)
+		d.AdvisedBoost = clamp(d.AdvisedBoost, b.Min, b.Max)
+	}
+	d.EffectivePriority = addSaturating(facts.BasePriority, d.Boost)
+	d.BoostChanges = slices.Clone(previous.BoostChanges)
+	d.ProtectedUntil = clonePtr(previous.ProtectedUntil)
+	d.LeaseCooldownUntil = clonePtr(previous.LeaseCooldownUntil)
+	if previous.Distrust != nil {
+		c := *previous.Distrust
+		d.Distrust = &c
+	}
+	if finite(now) {
+		d.At = now
+	}
+	if previous.Verdict != Unknown {
+		d.VerdictSince = d.At
+	}
+	d.Verdict, d.StalledSince, d.HeldBy = Unknown, nil, ""
+	d.Action, d.AdvisedAction, d.GPUHoursSaved = ActionNone, ActionNone, 0
+	d.Reason = oneLine(fmt.Sprintf("Unknown: %s; boost %s kept from the previous decision", why, fmtBoost(d.Boost)))
+	return d
+}
+
+// recentChanges returns the change times within the rate window ending at
+// now. Times after now (a clock that went backwards) are kept: they count
+// against the cap, which errs on the side of fewer changes.
+func recentChanges(ts []float64, now float64) []float64 {
+	out := make([]float64, 0, len(ts)+1)
+	for _, t := range ts {
+		if finite(t) && t > now-rateWindow {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func clamp(b, lo, hi int32) int32 { return max(lo, min(hi, b)) }
+
+func addSaturating(a, b int32) int32 {
+	s := int64(a) + int64(b)
+	return int32(max(math.MinInt32, min(math.MaxInt32, s)))
+}
+
+func ptr(x float64) *float64 { return &x }
+
+func finitePtr(p *float64) *float64 {
+	if p == nil || !finite(*p) {
+		return nil
+	}
+	return ptr(*p)
+}
+
+func clonePtr(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p)
+}
