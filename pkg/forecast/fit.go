@@ -203,7 +203,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
 	case endBasis == "total" && paceOK:
 		secs, rel := pc.timeTo(1)
-		f.ETA = etaEstimate(secs-(now-pc.tLast), rel, z, "total-steps")
+		f.ETA = etaEstimate(secs-(now-runningSince(pts, pc.tLast)), rel, z, "total-steps")
 	case obj.Target != nil && paceOK && len(obs) >= 2:
 		level := sign * *obj.Target
 		if best <= level {
@@ -219,11 +219,19 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		if curveOK {
 			xc, ok = cf.Crossing(level, xLast, xMax)
 		}
+		nearMiss := false
 		if curveOK && !ok {
-			f.ETA = Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}
-			break
+			// A curve that levels off within its own noise of the target
+			// cannot tell "just reaches it" from "just misses it": the
+			// recent rate of improvement decides then.
+			if a, okA := cf.Asymptote(); okA && a-level <= math.Max(cf.Sigma, bl.hErr) {
+				nearMiss = true
+			} else {
+				f.ETA = Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}
+				break
+			}
 		}
-		if !curveOK {
+		if !curveOK || nearMiss {
 			xc, ok = linearCrossing(obs, level)
 			basis = "target-linear"
 		}
@@ -244,7 +252,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		} else {
 			rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
 		}
-		f.ETA = etaEstimate(secs-(now-pc.tLast), rel, z, basis)
+		f.ETA = etaEstimate(secs-(now-runningSince(pts, pc.tLast)), rel, z, basis)
 		if endBasis == "" {
 			xEnd, endBasis = xc, "target"
 		}
@@ -388,6 +396,23 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 
 func median3(a, b, c float64) float64 {
 	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c))
+}
+
+// runningSince is the instant from which the job has been working toward
+// the progress measured at tMoved: tMoved itself, or the start of the
+// current segment when the job restarted after it (a restart gap is not
+// time spent running).
+func runningSince(pts []Point, tMoved float64) float64 {
+	last := pts[len(pts)-1]
+	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
+		if pts[i].T <= tMoved {
+			return tMoved
+		}
+		if i == 0 || pts[i-1].Seg != last.Seg {
+			return math.Max(tMoved, pts[i].T)
+		}
+	}
+	return tMoved
 }
 
 // linearCrossing extends a straight line through the observations of the

@@ -15,6 +15,11 @@ type Limits struct {
 	MaxPoints  int // hard cap on stored points
 	TailPoints int // most recent points never thinned
 	MaxMetrics int // metric series kept per job (first seen wins, objective-like names first)
+	// KeepMetrics are always kept, beyond MaxMetrics: the job's objective
+	// when it is known before the first report. eval_loss, loss, val_loss
+	// and train_loss are always kept too, so a job reporting dozens of
+	// metrics cannot crowd out the default objective.
+	KeepMetrics []string
 	// MaxRejections bounds the recent rejections kept verbatim (counts by
 	// reason are always complete).
 	MaxRejections int
@@ -160,6 +165,12 @@ func metricPriority(name string) int {
 	}
 }
 
+// alwaysKept: names admitted beyond MaxMetrics (bounded: the default
+// objective names plus Limits.KeepMetrics).
+func (h *History) alwaysKept(name string) bool {
+	return metricPriority(name) == 0 || slices.Contains(h.limits.KeepMetrics, name)
+}
+
 // Observe validates a report observed at planner time t and appends it.
 // Invalid values are rejected with a counted reason and never stored; a
 // report that would corrupt the history (out-of-order time, impossible
@@ -205,7 +216,7 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 		return names[i] < names[j]
 	})
 	for _, k := range names {
-		if _, ok := h.index[k]; !ok && len(h.names) < h.limits.MaxMetrics {
+		if _, ok := h.index[k]; !ok && (len(h.names) < h.limits.MaxMetrics || h.alwaysKept(k)) {
 			h.index[k] = len(h.names)
 			h.names = append(h.names, k)
 		}

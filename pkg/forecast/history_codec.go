@@ -244,7 +244,13 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 		}
 	}
 	sortStrings(names)
-	if len(names) > h.limits.MaxMetrics {
+	kept := 0
+	for _, name := range names {
+		if !h.alwaysKept(name) {
+			kept++
+		}
+	}
+	if kept > h.limits.MaxMetrics {
 		return nil, fmt.Errorf("decode history: %d metric series exceed the limit %d", len(names), h.limits.MaxMetrics)
 	}
 	for c, name := range names {

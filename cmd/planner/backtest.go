@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/progress-planner/planner/examples"
+	"github.com/progress-planner/planner/pkg/backtest"
+)
+
+func newBacktestCmd() *cobra.Command {
+	var (
+		cutoffs string
+		output  string
+		perJob  bool
+		workers int
+	)
+	cmd := &cobra.Command{
+		Use:   "backtest [PATH...]",
+		Short: "Score the planner's forecasts on recorded progress histories",
+		Long: `Backtest truncates each progress history (JSON Lines, see docs/backtest.md)
+at the cutoffs (fractions of outcome.endSeconds), forecasts from the prefix
+and scores the forecast against the full history, next to the corpus
+baselines: ETA error, time to target, final metric, plateau detection and
+the labelled incidents (hang, divergence, plateau extension, preempt/resume).
+
+PATH are history files or directories (searched recursively for *.jsonl).
+Without a PATH the synthetic example histories built into the binary are
+used.`,
+		Example: `  planner backtest
+  planner backtest ../shared/data/curves -o json > backtest.json
+  planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cuts, err := parseCutoffs(cutoffs)
+			if err != nil {
+				return err
+			}
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output %q: want table or json", output)
+			}
+			var inputs []backtest.Input
+			source := "files"
+			if len(args) == 0 {
+				source = "synthetic examples"
+				inputs, err = backtest.FilesFromFS(examples.FS, examples.Dir)
+			} else {
+				inputs, err = backtest.FilesFromPaths(args)
+			}
+			if err != nil {
+				return err
+			}
+			if len(inputs) == 0 {
+				return fmt.Errorf("no *.jsonl history files in %s", strings.Join(args, " "))
+			}
+			start := time.Now()
+			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output == "json"}
+			r := backtest.Run(inputs, opt)
+			r.Source, r.Paths = source, args
+			elapsed := time.Since(start)
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				err = r.WriteJSON(out)
+			} else {
+				err = r.WriteTable(out)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "backtest: %d files (%s) scored in %.1fs\n", len(inputs), source, elapsed.Seconds())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cutoffs, "cutoffs", "0.25,0.5,0.75", "comma-separated run fractions (of outcome.endSeconds) to forecast at")
+	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	f.BoolVar(&perJob, "per-job", true, "json: include the per-file results with their forecasts")
+	f.IntVar(&workers, "workers", 0, "files scored in parallel (0 = GOMAXPROCS)")
+	return cmd
+}
+
+// parseCutoffs parses "0.25,0.5,0.75"; every cutoff must lie in (0, 1].
+func parseCutoffs(s string) ([]float64, error) {
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			return nil, fmt.Errorf("--cutoffs: %q is not a fraction in (0, 1]", p)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--cutoffs: no cutoff given")
+	}
+	return out, nil
+}

@@ -1,0 +1,45 @@
+// Command planner is Progress Planner's command line. Subcommands live in
+// their own files as newXxxCmd() constructors and are registered here.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "planner",
+		Short:         "Forecast ML training-job convergence from Kubeflow Trainer progress reports",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newVersionCmd(),
+		newBacktestCmd(),
+	)
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the planner version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version)
+		},
+	}
+}
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "planner:", err)
+		os.Exit(1)
+	}
+}

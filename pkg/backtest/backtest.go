@@ -1,0 +1,193 @@
+// Package backtest replays recorded progress histories through the
+// planner and scores its forecasts against what actually happened, next to
+// the corpus's baselines (shared/eval/baseline.py), with the same
+// definitions so that the figures compare one to one. It is pure: files
+// in, a Report out; no Kubernetes.
+//
+// docs/backtest.md documents the method, every definition and the JSON
+// schema of Report.
+package backtest
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// DefaultCutoffs are the run fractions (of outcome.endSeconds) at which
+// histories are truncated and forecast.
+var DefaultCutoffs = []float64{0.25, 0.5, 0.75}
+
+// Input is one history file to score.
+type Input struct {
+	Name string // shown in the report (a path)
+	Load func() (*forecast.HistoryFile, error)
+}
+
+// Options configure Run. Zero values take the defaults.
+type Options struct {
+	Cutoffs []float64   // default DefaultCutoffs
+	Workers int         // default GOMAXPROCS
+	PerJob  bool        // include Report.Jobs (with the forecasts)
+	Engine  Engine      // default ForecastEngine{}
+	Optimus CurveFitter // default OptimusOnly
+}
+
+// FilesFromPaths expands files and directories (recursively, *.jsonl)
+// into inputs, sorted by path like the baseline's find_files. A file named
+// directly is taken whatever its extension.
+func FilesFromPaths(paths []string) ([]Input, error) {
+	seen := map[string]bool{}
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if !seen[p] {
+				seen[p] = true
+				files = append(files, p)
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl") && !seen[fp] {
+				seen[fp] = true
+				files = append(files, fp)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(files)
+	out := make([]Input, len(files))
+	for i, fp := range files {
+		fp := fp
+		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) { return forecast.ReadHistoryPath(fp) }}
+	}
+	return out, nil
+}
+
+// FilesFromFS lists the *.jsonl files under root in fsys (e.g. the
+// embedded examples), sorted by path.
+func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
+	var files []string
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	out := make([]Input, len(files))
+	for i, p := range files {
+		p := p
+		out[i] = Input{Name: p, Load: func() (*forecast.HistoryFile, error) {
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return nil, err
+			}
+			f, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path.Base(p), err)
+			}
+			return f, nil
+		}}
+	}
+	return out, nil
+}
+
+// Run scores every input and aggregates the results. Files are processed
+// in parallel (Options.Workers); the report's order is the input order, so
+// the output is deterministic.
+func Run(inputs []Input, opt Options) *Report {
+	if len(opt.Cutoffs) == 0 {
+		opt.Cutoffs = DefaultCutoffs
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.Engine == nil {
+		opt.Engine = ForecastEngine{}
+	}
+	if opt.Optimus == nil {
+		opt.Optimus = OptimusOnly
+	}
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob}
+
+	type result struct {
+		job Job
+		err error
+	}
+	results := make([]result, len(inputs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < opt.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i].job, results[i].err = evalInput(ev, inputs[i])
+			}
+		}()
+	}
+	for i := range inputs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, FilesRead: len(inputs)}
+	var jobs []Job
+	for i, res := range results {
+		if res.err != nil {
+			r.Skipped = append(r.Skipped, Skipped{File: inputs[i].Name, Error: res.err.Error()})
+			continue
+		}
+		jobs = append(jobs, res.job)
+	}
+	aggregate(r, jobs)
+	if opt.PerJob {
+		r.Jobs = jobs
+		if r.Jobs == nil {
+			r.Jobs = []Job{}
+		}
+	}
+	return r
+}
+
+// evalInput loads and scores one input; a panic in the engine is reported
+// as that file's error instead of killing the whole run.
+func evalInput(ev *evaluator, in Input) (job Job, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while scoring: %v", p)
+		}
+	}()
+	f, err := in.Load()
+	if err != nil {
+		return Job{}, err
+	}
+	return ev.evalFile(in.Name, f)
+}

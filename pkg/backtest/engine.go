@@ -1,0 +1,82 @@
+package backtest
+
+import (
+	"math"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// Engine is the forecaster under test. The default, ForecastEngine, is the
+// planner itself (forecast.NewHistory, Observe, Fit); tests substitute
+// fakes with known answers.
+type Engine interface {
+	// NewRun starts one job's history. obj is the header's objective;
+	// ok=false when the header names none.
+	NewRun(obj forecast.Objective, ok bool) Replay
+}
+
+// Replay is one job as the engine sees it: reports arrive in time order,
+// forecasts are asked for at any instant at or after the latest report.
+type Replay interface {
+	Observe(t float64, s forecast.TrainerStatus)
+	// Forecast is the forecast as of now; endStep, when not nil, overrides
+	// the planned end on the progress axis (Settings.EndStep).
+	Forecast(now float64, endStep *float64) forecast.Forecast
+}
+
+// CurveFitter fits one curve to (x, z) (z oriented so that smaller is
+// better) and returns its value at xEnd; ok=false when the fit fails.
+type CurveFitter func(x, z []float64, xEnd float64) (float64, bool)
+
+// ForecastEngine runs the planner: forecast.Fit with DefaultSettings on a
+// history with DefaultLimits.
+type ForecastEngine struct{}
+
+// NewRun implements Engine.
+func (ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
+	l := forecast.DefaultLimits()
+	if ok {
+		// The controller does the same with a job's declared objective.
+		l.KeepMetrics = []string{obj.Metric}
+	}
+	return &forecastRun{h: forecast.NewHistory(l), obj: obj, hasObj: ok, s: forecast.DefaultSettings()}
+}
+
+type forecastRun struct {
+	h      *forecast.History
+	obj    forecast.Objective
+	hasObj bool
+	s      forecast.Settings
+}
+
+func (r *forecastRun) Observe(t float64, s forecast.TrainerStatus) { r.h.Observe(t, s) }
+
+func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast {
+	obj := r.obj
+	if !r.hasObj {
+		obj, _ = forecast.DefaultObjective(r.h)
+	}
+	s := r.s
+	s.EndStep = endStep
+	return forecast.Fit(r.h, obj, now, s)
+}
+
+// OptimusOnly is the Optimus baseline of the final-metric section:
+// forecast.FitCurves restricted to the "optimus" family (1/(a·x+b)+c).
+// Like the baseline it needs at least 4 observations.
+func OptimusOnly(x, z []float64, xEnd float64) (float64, bool) {
+	if len(x) < 4 {
+		return 0, false
+	}
+	cs := forecast.DefaultCurveSettings()
+	cs.Families = []string{"optimus"}
+	cf, err := forecast.FitCurves(forecast.CurveData{X: x, Y: z}, cs)
+	if err != nil {
+		return 0, false
+	}
+	m, _ := cf.Predict(xEnd)
+	if math.IsNaN(m) || math.IsInf(m, 0) {
+		return 0, false
+	}
+	return m, true
+}

@@ -1,0 +1,412 @@
+package backtest
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// Stream limits (docs/backtest.md).
+const (
+	// maxStreamEvals: runs with more reports are evaluated at this many
+	// evenly spaced report times plus the last.
+	maxStreamEvals = 400
+	// maxGridPerGap bounds the hang grid inside one reporting gap; the grid
+	// step widens beyond it.
+	maxGridPerGap = 2000
+	// plateauFPGain: a plateau flag is a false positive when the run's
+	// best-so-far improves by more than this share of its total
+	// improvement after the flag.
+	plateauFPGain = 0.05
+	// plateauExtWindow: a plateau_extension is detected when flagged no
+	// later than this share of the run's duration after the true plateau.
+	plateauExtWindow = 0.10
+)
+
+// evaluator scores one file at a time; it is safe for concurrent use (it
+// holds no mutable state).
+type evaluator struct {
+	cutoffs []float64
+	engine  Engine
+	optimus CurveFitter
+	perJob  bool
+}
+
+// raw keeps a forecast for the per-job entries (nil when per-job output is
+// off). A forecast that cannot be encoded as JSON (a non-finite number) is
+// dropped so that it cannot break the report.
+func (e *evaluator) raw(f forecast.Forecast) *forecast.Forecast {
+	if !e.perJob {
+		return nil
+	}
+	if _, err := json.Marshal(f); err != nil {
+		return nil
+	}
+	return &f
+}
+
+// stream feeds a file's reports to an engine run in time order and asks
+// for forecasts at non-decreasing instants.
+type stream struct {
+	run   Replay
+	reps  []forecast.FileReport
+	next  int
+	evals int
+	// one-entry cache: repeated questions at the same instant
+	haveLast bool
+	lastNow  float64
+	lastFc   forecast.Forecast
+}
+
+func newStream(e Engine, f *forecast.HistoryFile) *stream {
+	obj, ok := f.Header.ObjectiveSpec()
+	return &stream{run: e.NewRun(obj, ok), reps: f.Reports}
+}
+
+func (s *stream) advance(now float64) {
+	for s.next < len(s.reps) && s.reps[s.next].T <= now+cutEps {
+		s.run.Observe(s.reps[s.next].T, s.reps[s.next].TrainerStatus)
+		s.next++
+	}
+}
+
+// at is the default-settings forecast at now.
+func (s *stream) at(now float64) forecast.Forecast {
+	if s.haveLast && s.lastNow == now {
+		return s.lastFc
+	}
+	s.advance(now)
+	s.evals++
+	s.lastFc, s.lastNow, s.haveLast = s.run.Forecast(now, nil), now, true
+	return s.lastFc
+}
+
+// atEnd is the forecast at now with the planned end overridden.
+func (s *stream) atEnd(now, endStep float64) forecast.Forecast {
+	s.advance(now)
+	s.evals++
+	return s.run.Forecast(now, &endStep)
+}
+
+// streamIndices are the report indices a streaming evaluation visits:
+// every report, or maxStreamEvals evenly spaced ones plus the last.
+func streamIndices(n int) []int {
+	if n <= maxStreamEvals {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, 0, maxStreamEvals+1)
+	for k := 0; k < maxStreamEvals; k++ {
+		out = append(out, k*n/maxStreamEvals)
+	}
+	return append(out, n-1)
+}
+
+func fptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func bptr(b bool) *bool { return &b }
+
+func ape(pred, truth float64) *float64 { return fptr(math.Abs(pred-truth) / truth) }
+
+// objectiveInfo is the header objective as the baseline reads it: the raw
+// metric name, sign = +1 only for "minimize", and the target.
+func objectiveInfo(hd forecast.FileHeader) (metric string, sign float64, target *float64) {
+	if hd.Objective == nil {
+		return "", 1, nil
+	}
+	sign = -1
+	if hd.Objective.Direction == "minimize" {
+		sign = 1
+	}
+	return hd.Objective.Metric, sign, hd.Objective.Target
+}
+
+// isIncident: a derived file (derivedFrom set) or one with an incident.
+func isIncident(hd forecast.FileHeader) bool {
+	return (hd.DerivedFrom != nil && *hd.DerivedFrom != "") || hd.IncidentType() != ""
+}
+
+var errNoReports = errors.New("no reports")
+
+// evalFile scores one history file.
+func (e *evaluator) evalFile(name string, f *forecast.HistoryFile) (Job, error) {
+	hd := f.Header
+	if len(f.Reports) == 0 {
+		return Job{}, errNoReports
+	}
+	if hd.Outcome == nil {
+		return Job{}, errors.New("header has no outcome")
+	}
+	job := Job{
+		File: name, Name: hd.Name, Dataset: hd.Dataset(), Benchmark: hd.RunInfoString("benchmark"),
+		Status: hd.Outcome.Status, EndSeconds: hd.Outcome.EndSeconds, Reports: len(f.Reports),
+	}
+	reps := toReps(f)
+	if isIncident(hd) {
+		job.Incident = hd.IncidentType()
+		job.IncidentResult = e.incident(f, reps)
+		return job, nil
+	}
+	e.original(&job, f, reps)
+	return job, nil
+}
+
+// original scores an original run: the cutoff forecasts (ETA, final
+// metric, time to target) and the streaming plateau detection, from one
+// pass over the reports.
+func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
+	hd := f.Header
+	T := hd.Outcome.EndSeconds
+	status := hd.Outcome.Status
+	metric, sign, target := objectiveInfo(hd)
+	xk := xkey(hd, reps)
+	var obs []obsPoint
+	if metric != "" {
+		obs = series(reps, metric, xk)
+	}
+	hasTotal := false
+	for _, r := range reps {
+		if r.p != nil {
+			hasTotal = true
+			break
+		}
+	}
+	ended := status == "completed" || status == "aborted" || status == "target_reached"
+	finalY, finalOK := hd.Outcome.FinalValue(metric)
+	var firstY, xEnd float64
+	xEndOK := false
+	if len(obs) > 0 {
+		firstY = obs[0].y
+		if xk != "" {
+			xEnd, xEndOK = reps[len(reps)-1].num(xk)
+		}
+		if !xEndOK {
+			xEndOK = true
+			if xk == "" {
+				xEnd = T
+			} else {
+				xEnd = obs[len(obs)-1].x
+			}
+		}
+	}
+	setEndStep := status == "unknown" || status == "aborted"
+
+	// Plateau ground truth.
+	var plat *PlateauResult
+	var platTotal float64
+	if len(obs) >= 3 && T > 0 {
+		if tp, ok := plateauTime(obs, sign); ok {
+			plat = &PlateauResult{TruthSeconds: tp, TruthFraction: tp / T}
+			_, platTotal = bestTotal(obs, sign, math.Inf(1))
+		}
+	}
+
+	type request struct {
+		now     float64
+		cut     int // index into e.cutoffs, or -1 for a plateau evaluation
+		plateau bool
+	}
+	var reqs []request
+	for k, fr := range e.cutoffs {
+		c := fr * T
+		if len(seen(reps, c)) == 0 {
+			continue
+		}
+		reqs = append(reqs, request{now: c, cut: k})
+	}
+	if plat != nil {
+		for _, i := range streamIndices(len(reps)) {
+			reqs = append(reqs, request{now: reps[i].t, cut: -1, plateau: true})
+		}
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].now < reqs[j].now })
+
+	st := newStream(e.engine, f)
+	cuts := map[int]CutResult{}
+	platDone := false
+	lastPlatNow := math.NaN()
+	for _, rq := range reqs {
+		if rq.plateau {
+			if platDone || rq.now == lastPlatNow {
+				continue
+			}
+			lastPlatNow = rq.now
+			fc := st.at(rq.now)
+			plat.Evaluations++
+			if fc.Plateaued {
+				platDone = true
+				td := rq.now
+				plat.DetectedSeconds = fptr(td)
+				plat.DelayFraction = fptr((td - plat.TruthSeconds) / T)
+				if platTotal > 0 {
+					bestAt, _ := bestTotal(obs, sign, td)
+					bestEnd, _ := bestTotal(obs, sign, math.Inf(1))
+					gain := (bestAt - bestEnd) / platTotal
+					if math.IsInf(bestAt, 1) { // flagged before any observation
+						gain = 1
+					}
+					plat.GainAfterFlag = fptr(gain)
+					plat.FalsePositive = gain > plateauFPGain
+				}
+				plat.Forecast = e.raw(fc)
+			}
+			continue
+		}
+		c := rq.now
+		fc := st.at(c)
+		sn := seen(reps, c)
+		cr := CutResult{Cutoff: e.cutoffs[rq.cut], Now: c, Hung: fc.Hung, Diverging: fc.Diverging, Forecast: e.raw(fc)}
+
+		// 1. ETA (runs with a fixed total that ended).
+		if hasTotal && ended && T-c > 0 {
+			er := e.etaResult(hd, sn, c, T-c, fc)
+			if er.Reported != nil || er.Linear != nil {
+				cr.ETA = er
+			}
+		}
+
+		// 2. Final metric.
+		var ob []obsPoint
+		for _, o := range obs {
+			if o.t <= c+cutEps {
+				ob = append(ob, o)
+			}
+		}
+		if finalOK && len(obs) > 0 && len(ob) >= 1 && math.Abs(firstY-finalY) > 1e-12 && xEndOK && !math.IsNaN(finalY) {
+			fcF := fc
+			fr := &FinalResult{Truth: finalY, First: firstY, XEnd: xEnd, Observations: len(ob)}
+			if setEndStep {
+				fcF = st.atEnd(c, xEnd)
+				fr.EndStep = fptr(xEnd)
+				cr.FinalForecast = e.raw(fcF)
+			}
+			e.finalResult(fr, ob, sign, fcF)
+			cr.Final = fr
+		}
+
+		// 3. Time to target (runs that reached their target).
+		if target != nil && status == "target_reached" && len(ob) > 0 {
+			tr := &TTTResult{Truth: T, Observations: len(ob), LinearRun: len(ob) >= 2, PlannerBasis: fc.ETA.Basis}
+			if lin, ok := linearTimeToTarget(ob, sign, *target, c); ok {
+				tr.LinearStop = fptr(lin)
+				tr.LinearAPE = ape(lin, T)
+			}
+			if fc.ETA.Known && strings.HasPrefix(fc.ETA.Basis, "target") {
+				stop := c + fc.ETA.Value
+				tr.PlannerStop = fptr(stop)
+				tr.PlannerAPE = ape(stop, T)
+			}
+			cr.TimeToTarget = tr
+		}
+		cuts[rq.cut] = cr
+	}
+	for k := range e.cutoffs {
+		if cr, ok := cuts[k]; ok {
+			job.Cuts = append(job.Cuts, cr)
+		}
+	}
+	job.Plateau = plat
+}
+
+// etaResult scores the planner's ETA and the two baselines at cut c.
+func (e *evaluator) etaResult(hd forecast.FileHeader, sn []rep, c, truth float64, fc forecast.Forecast) *ETAResult {
+	er := &ETAResult{Truth: truth, PlannerBasis: fc.ETA.Basis}
+	if v, ok := reportedETA(sn, c); ok {
+		er.Reported, er.ReportedAPE = fptr(v), ape(v, truth)
+	}
+	if v, ok := linearETA(hd, sn, c); ok {
+		er.Linear, er.LinearAPE = fptr(v), ape(v, truth)
+	}
+	if fc.ETA.Known {
+		er.Planner, er.PlannerAPE = fptr(fc.ETA.Value), ape(fc.ETA.Value, truth)
+	}
+	return er
+}
+
+// finalResult fills the final-metric predictions: the planner's
+// PredictedFinal (last value when unknown), the last value and the
+// Optimus-only fit (last value when it fails).
+func (e *evaluator) finalResult(fr *FinalResult, ob []obsPoint, sign float64, fc forecast.Forecast) {
+	denom := math.Abs(fr.First - fr.Truth)
+	last := ob[len(ob)-1].y
+	errOf := func(v float64) float64 { return math.Abs(v-fr.Truth) / denom }
+	fr.Last, fr.LastError = last, errOf(last)
+
+	pf := fc.PredictedFinal
+	if pf.Known && !math.IsNaN(pf.Value) && !math.IsInf(pf.Value, 0) {
+		fr.Planner = pf.Value
+		lo, hi := math.Min(pf.Lo, pf.Hi), math.Max(pf.Lo, pf.Hi)
+		fr.Lo, fr.Hi = fptr(lo), fptr(hi)
+		fr.Covered = bptr(fr.Truth >= lo && fr.Truth <= hi)
+	} else {
+		fr.Planner, fr.PlannerFallback = last, true
+	}
+	fr.PlannerError = errOf(fr.Planner)
+
+	fr.Optimus, fr.OptimusFallback = last, true
+	if e.optimus != nil && len(ob) >= 4 {
+		xs := make([]float64, len(ob))
+		zs := make([]float64, len(ob))
+		for i, o := range ob {
+			xs[i], zs[i] = o.x, sign*o.y
+		}
+		if v, ok := e.optimus(xs, zs, fr.XEnd); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			fr.Optimus, fr.OptimusFallback = sign*v, false
+		}
+	}
+	fr.OptimusError = errOf(fr.Optimus)
+}
+
+// bestTotal returns the best-so-far oriented value over the observations
+// with t <= until (+Inf when none) and the run's total improvement
+// |z0 - best_end| (as plateau_time defines it).
+func bestTotal(obs []obsPoint, sign, until float64) (best, total float64) {
+	best = math.Inf(1)
+	end := math.Inf(1)
+	for _, o := range obs {
+		z := sign * o.y
+		end = math.Min(end, z)
+		if o.t <= until+cutEps {
+			best = math.Min(best, z)
+		}
+	}
+	if len(obs) > 0 {
+		total = math.Abs(sign*obs[0].y - end)
+	}
+	return best, total
+}
+
+// hasNaN reports whether any metric value of the report is "nan".
+func hasNaN(r rep) bool {
+	for _, v := range r.m {
+		if strings.EqualFold(strings.TrimSpace(v), "nan") {
+			return true
+		}
+	}
+	return false
+}
+
+// medianInterval is the median of successive report intervals of reps
+// (0 with fewer than two reports).
+func medianInterval(reps []rep) float64 {
+	if len(reps) < 2 {
+		return 0
+	}
+	d := make([]float64, len(reps)-1)
+	for i := range d {
+		d[i] = reps[i+1].t - reps[i].t
+	}
+	return medianOf(d)
+}

@@ -1,0 +1,201 @@
+package backtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON (docs/backtest.md).
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 100**v)
+}
+
+func secs(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
+func yesNo(b *bool) string {
+	switch {
+	case b == nil:
+		return "-"
+	case *b:
+		return "yes"
+	default:
+		return "no"
+	}
+}
+
+func cutLabel(c float64) string { return fmt.Sprintf("%d%%", int(math.Round(c*100))) }
+
+func share(k, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d", k)
+	}
+	return fmt.Sprintf("%d (%.0f%%)", k, 100*float64(k)/float64(n))
+}
+
+type tw struct {
+	w   io.Writer
+	err error
+}
+
+func (t *tw) f(format string, a ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, a...)
+	}
+}
+
+func (t *tw) row(cells ...string) { t.f("| %s |\n", strings.Join(cells, " | ")) }
+
+func (t *tw) header(cells ...string) {
+	t.row(cells...)
+	sep := make([]string, len(cells))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	t.f("|%s|\n", strings.Join(sep, "|"))
+}
+
+// WriteTable writes the report as Markdown tables: the same numbers as
+// the JSON, errors in percent.
+func (r *Report) WriteTable(w io.Writer) error {
+	t := &tw{w: w}
+	cuts := make([]string, len(r.Cutoffs))
+	for i, c := range r.Cutoffs {
+		cuts[i] = cutLabel(c)
+	}
+	src := r.Source
+	if len(r.Paths) > 0 {
+		src += ": " + strings.Join(r.Paths, " ")
+	}
+	t.f("# Planner backtest (%s)\n\n", src)
+	t.f("%d files read, %d skipped. Cutoffs at %s of each run's outcome.endSeconds; only reports with t <= cut are used.\n",
+		r.FilesRead, len(r.Skipped), strings.Join(cuts, ", "))
+	t.f("Errors are percentages; definitions in docs/backtest.md (the same as shared/eval/baseline.py).\n\n")
+	for _, s := range r.Skipped {
+		t.f("- skipped %s: %s\n", s.File, s.Error)
+	}
+	if len(r.Skipped) > 0 {
+		t.f("\n")
+	}
+
+	t.f("## Files scored\n\n")
+	t.header("set", "files")
+	for _, s := range r.FilesScored {
+		t.row(s.Set, fmt.Sprint(s.Files))
+	}
+
+	t.f("\n## 1. ETA error (%% of true remaining time; runs with a fixed total that ended)\n\n")
+	t.header("dataset", "cut", "n", "planner MAPE", "planner MdAPE", "planner unknown", "reported ETA MAPE", "reported ETA MdAPE", "linear step-rate MAPE", "linear step-rate MdAPE")
+	for _, g := range r.ETA {
+		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), fmt.Sprint(g.PlannerUnknown),
+			pct(g.Reported.Mean), pct(g.Reported.Median), pct(g.Linear.Mean), pct(g.Linear.Median))
+	}
+
+	t.f("\n## 2. Final-metric error (%% of the run's total improvement |first - final|; mean / median)\n\n")
+	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = forecast.FitCurves with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
+	t.header("dataset", "cut", "n", "planner", "planner fallback", "last value", "Optimus-only", "Optimus fallback", "interval coverage")
+	for _, g := range r.FinalMetric {
+		cov := "-"
+		if g.Coverage.N > 0 {
+			cov = fmt.Sprintf("%s (%d/%d)", pct(g.Coverage.Share), g.Coverage.Covered, g.Coverage.N)
+		}
+		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean)+" / "+pct(g.Planner.Median), fmt.Sprint(g.PlannerFallback),
+			pct(g.Last.Mean)+" / "+pct(g.Last.Median), pct(g.Optimus.Mean)+" / "+pct(g.Optimus.Median), fmt.Sprint(g.OptimusFallback), cov)
+	}
+
+	t.f("\n## 3. Time-to-target error (%% of the actual stop time; runs that reached their target)\n\n")
+	t.f("Planner: now + ETA when ETA.basis is \"target\"; otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
+	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never")
+	for _, g := range r.TimeToTarget {
+		t.row(g.Benchmark, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), share(g.PlannerNever, g.N),
+			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns))
+	}
+
+	t.f("\n## 4. Plateau detection (original runs; Fit at report times, first Plateaued)\n\n")
+	t.f("Truth = first t after which the best-so-far gains < 1 %% of the total improvement. Delay = (flag - truth) / duration, %% (negative = flagged early). False positive = the best-so-far still improved by > 5 %% of the total after the flag.\n\n")
+	t.header("dataset", "n", "truth median (frac)", "detected", "missed", "delay p10", "p25", "median", "p75", "p90", "flagged before truth", "false positives")
+	for _, g := range r.Plateau {
+		fp := share(g.FalsePositives, g.N)
+		t.row(g.Dataset, fmt.Sprint(g.N), frac(g.Truth.Median), fmt.Sprint(g.Detected), fmt.Sprint(g.Missed),
+			pct(g.Delay.P10), pct(g.Delay.P25), pct(g.Delay.Median), pct(g.Delay.P75), pct(g.Delay.P90), fmt.Sprint(g.Early), fp)
+	}
+
+	t.f("\n## 5. Alarms on clean runs (the cutoff forecasts of original runs)\n\n")
+	t.header("dataset", "forecasts", "hung", "diverging")
+	for _, g := range r.CleanAlarms {
+		t.row(g.Dataset, fmt.Sprint(g.Forecasts), share(g.Hung, g.Forecasts), share(g.Diverging, g.Forecasts))
+	}
+
+	inc := r.Incidents
+	t.f("\n## 6. Incidents\n\n")
+	h := inc.Hang
+	t.f("### hang: detected %d/%d, on time %d/%d (delay <= 3 x median report interval + 60 s), early alarms %d; delay median %s s\n\n",
+		h.Detected, h.N, h.OnTime, h.N, h.EarlyAlarms, secs(h.Delay.Median))
+	if h.N > 0 {
+		t.header("incident", "dataset", "variant", "at (s)", "detected (s)", "delay (s)", "allowance (s)", "on time", "early alarm (s)")
+		for _, x := range h.Rows {
+			t.row(x.Name, x.Dataset, x.Variant, fmt.Sprintf("%.0f", x.AtSeconds), secs(x.DetectedSeconds), secs(x.DelaySeconds), secs(x.AllowanceSeconds), yesNo(x.OnTime), secs(x.EarlyAlarmSeconds))
+		}
+		t.f("\n")
+	}
+	d := inc.Divergence
+	t.f("### divergence: detected %d/%d, before the first nan %d/%d, early alarms %d; delay median %s s\n\n",
+		d.Detected, d.N, d.BeforeNaN, d.N, d.EarlyAlarms, secs(d.Delay.Median))
+	if d.N > 0 {
+		t.header("incident", "dataset", "at (s)", "first nan (s)", "detected (s)", "delay (s)", "before nan", "early alarm (s)")
+		for _, x := range d.Rows {
+			t.row(x.Name, x.Dataset, fmt.Sprintf("%.0f", x.AtSeconds), secs(x.FirstNaNSeconds), secs(x.DetectedSeconds), secs(x.DelaySeconds), yesNo(x.BeforeNaN), secs(x.EarlyAlarmSeconds))
+		}
+		t.f("\n")
+	}
+	p := inc.PlateauExtension
+	t.f("### plateau_extension: detected %d/%d (Plateaued no later than the true plateau + 10 %% of the run; %d of them flagged before the true plateau, which counts as detected)\n\n",
+		p.Detected, p.N, p.DetectedBeforeTruth)
+	if p.N > 0 {
+		t.header("incident", "dataset", "true plateau (s)", "end (s)", "flagged (s)", "delay (% of run)", "detected", "before truth")
+		for _, x := range p.Rows {
+			t.row(x.Name, x.Dataset, secs(x.PlateauSeconds), fmt.Sprintf("%.0f", x.EndSeconds), secs(x.DetectedSeconds), pct(x.DelayFraction), yesNo(&x.Detected), yesNo(x.DetectedBeforeTruth))
+		}
+		t.f("\n")
+	}
+	pr := inc.PreemptResume
+	t.f("### preempt_resume: ETA error after the resume (cut at 50 %% of endSeconds, or the first report after the resume when that is later)\n\n")
+	t.f("planner MAPE %s / MdAPE %s (n %d, unknown %d); reported ETA MAPE %s / MdAPE %s (n %d); linear step-rate MAPE %s / MdAPE %s (n %d)\n\n",
+		pct(pr.Planner.Mean), pct(pr.Planner.Median), pr.Planner.N, pr.PlannerUnknown,
+		pct(pr.Reported.Mean), pct(pr.Reported.Median), pr.Reported.N, pct(pr.Linear.Mean), pct(pr.Linear.Median), pr.Linear.N)
+	if pr.N > 0 {
+		t.header("incident", "dataset", "resume (s)", "cut (s)", "true remaining (s)", "planner (s)", "planner APE", "reported APE", "linear APE")
+		for _, x := range pr.Rows {
+			var truth, pl, plA, rpA, lnA *float64
+			if x.ETA != nil {
+				truth, pl, plA, rpA, lnA = &x.ETA.Truth, x.ETA.Planner, x.ETA.PlannerAPE, x.ETA.ReportedAPE, x.ETA.LinearAPE
+			}
+			t.row(x.Name, x.Dataset, secs(x.ResumeSeconds), secs(x.CutSeconds), secs(truth), secs(pl), pct(plA), pct(rpA), pct(lnA))
+		}
+		t.f("\n")
+	}
+	return t.err
+}
+
+func frac(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
