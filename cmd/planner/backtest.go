@@ -37,10 +37,10 @@ used.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cuts, err := parseCutoffs(cutoffs)
 			if err != nil {
-				return err
+				return &exitError{code: exitUsage, err: err}
 			}
 			if output != "table" && output != "json" {
-				return fmt.Errorf("--output %q: want table or json", output)
+				return usageErrorf("--output %q: want table or json", output)
 			}
 			var inputs []backtest.Input
 			source := "files"

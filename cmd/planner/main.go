@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newBacktestCmd(),
+		newForecastCmd(),
 	)
 	return root
 }
@@ -40,6 +41,6 @@ func newVersionCmd() *cobra.Command {
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "planner:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

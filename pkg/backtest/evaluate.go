@@ -298,13 +298,16 @@ func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
 
 		// 3. Time to target (runs that reached their target).
 		if target != nil && status == "target_reached" && len(ob) > 0 {
-			tr := &TTTResult{Truth: T, Observations: len(ob), LinearRun: len(ob) >= 2, PlannerBasis: fc.ETA.Basis}
+			tr := &TTTResult{Truth: T, Observations: len(ob), LinearRun: len(ob) >= 2}
+			if fc.TimeToTarget != nil {
+				tr.PlannerBasis = fc.TimeToTarget.Basis
+			}
 			if lin, ok := linearTimeToTarget(ob, sign, *target, c); ok {
 				tr.LinearStop = fptr(lin)
 				tr.LinearAPE = ape(lin, T)
 			}
-			if fc.ETA.Known && strings.HasPrefix(fc.ETA.Basis, "target") {
-				stop := c + fc.ETA.Value
+			if tt := fc.TimeToTarget; tt != nil && tt.Known {
+				stop := c + tt.Value
 				tr.PlannerStop = fptr(stop)
 				tr.PlannerAPE = ape(stop, T)
 			}

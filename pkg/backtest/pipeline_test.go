@@ -83,12 +83,14 @@ func toyEngine() *fakeEngine {
 	return &fakeEngine{fn: func(lastT float64, n int, now float64, endStep *float64) forecast.Forecast {
 		f := forecast.Forecast{Now: now, Reports: n}
 		// ETA: 10 % too long for the clean run; half the remaining time for
-		// the target run (basis "target").
+		// the target run (its time to target).
 		if now <= 100 {
 			f.ETA = forecast.Estimate{Known: true, Value: 1.1 * (100 - now), Basis: "total-steps"}
 		}
 		if n > 0 && lastT > 100 || now > 100 {
 			f.ETA = forecast.Estimate{Known: true, Value: 0.5 * (200 - now), Basis: "target"}
+			tt := f.ETA
+			f.TimeToTarget = &tt
 		}
 		f.PredictedFinal = forecast.Estimate{Known: true, Value: 4.3, Lo: 4.1, Hi: 4.5}
 		f.Plateaued = now >= 60
@@ -165,7 +167,7 @@ func TestTimeToTarget(t *testing.T) {
 	if g.LinearRuns != 1 || !near(*g.Linear.Mean, want) {
 		t.Errorf("linear %v, want %v", *g.Linear.Mean, want)
 	}
-	// No ETA basis "target": counted as never.
+	// No time to target: counted as never.
 	never := &fakeEngine{fn: func(float64, int, float64, *float64) forecast.Forecast {
 		return forecast.Forecast{ETA: forecast.Estimate{Known: true, Value: 1, Basis: "total-steps"}}
 	}}

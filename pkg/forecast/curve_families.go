@@ -32,16 +32,16 @@ import "math"
 // each such shape once and reports it under both names, each with half the
 // prior weight, so that one shape does not count twice in the ensemble.
 var curveFamilies = []curveFamily{
-	{name: "optimus", prior: 1, shape: &shapeOptimus, curve: optimusCurve, params: optimusParams},
-	{name: "pow3", prior: 1, shape: &shapePow3, curve: pow3Curve, params: pow3Params},
-	{name: "pow4", prior: 1, shape: &shapePow4, curve: pow4Curve, params: pow4Params},
-	{name: "exp3", prior: 1, shape: &shapeExp3, curve: exp3Curve, params: exp3Params},
-	{name: "janoschek", prior: 0.5, shape: &shapeStretchedExp, curve: janoschekCurve, params: janoschekParams},
-	{name: "weibull", prior: 0.5, shape: &shapeStretchedExp, curve: weibullCurve, params: weibullParams},
-	{name: "logpower", prior: 0.5, shape: &shapeLogLogistic, curve: logpowerCurve, params: logpowerParams},
-	{name: "mmf", prior: 0.5, shape: &shapeLogLogistic, curve: mmfCurve, params: mmfParams},
-	{name: "vapor", prior: 1, shape: &shapeVapor, curve: vaporCurve, params: vaporParams},
-	{name: "ilog2", prior: 1, shape: &shapeILog2, curve: ilog2Curve, params: ilog2Params},
+	{name: "optimus", nParams: 3, prior: 1, shape: &shapeOptimus, curve: optimusCurve, params: optimusParams},
+	{name: "pow3", nParams: 4, prior: 1, shape: &shapePow3, curve: pow3Curve, params: pow3Params},
+	{name: "pow4", nParams: 4, prior: 1, shape: &shapePow4, curve: pow4Curve, params: pow4Params},
+	{name: "exp3", nParams: 3, prior: 1, shape: &shapeExp3, curve: exp3Curve, params: exp3Params},
+	{name: "janoschek", nParams: 4, prior: 0.5, shape: &shapeStretchedExp, curve: janoschekCurve, params: janoschekParams},
+	{name: "weibull", nParams: 4, prior: 0.5, shape: &shapeStretchedExp, curve: weibullCurve, params: weibullParams},
+	{name: "logpower", nParams: 4, prior: 0.5, shape: &shapeLogLogistic, curve: logpowerCurve, params: logpowerParams},
+	{name: "mmf", nParams: 4, prior: 0.5, shape: &shapeLogLogistic, curve: mmfCurve, params: mmfParams},
+	{name: "vapor", nParams: 5, prior: 1, shape: &shapeVapor, curve: vaporCurve, params: vaporParams},
+	{name: "ilog2", nParams: 3, prior: 1, shape: &shapeILog2, curve: ilog2Curve, params: ilog2Params},
 }
 
 // curveFamilyNames returns the names of all curve families, in the order
@@ -57,9 +57,10 @@ func curveFamilyNames() []string {
 // curveFamily is one named family: the shape fitted in normalised units,
 // the documented formula in original units, and the mapping between them.
 type curveFamily struct {
-	name  string
-	prior float64 // prior weight in the information-criterion averaging
-	shape *curveShape
+	name    string
+	nParams int     // len(Params)
+	prior   float64 // prior weight in the information-criterion averaging
+	shape   *curveShape
 	// curve evaluates the documented formula with Params p at x >= 0.
 	curve func(p []float64, x float64) float64
 	// params maps a normalised fit to the documented Params.
@@ -186,13 +187,13 @@ func mmfParams(f shapeFit, u curveUnits) []float64 {
 	return []float64{c, w, math.Pow(u.xm*u.xs, k) / q, k}
 }
 
-// vapor is fitted as exp(−β·x/(x+x0))·((x+x0)/x0)^(−a): b/(x+x0) − b/x0 =
-// −(b/x0)·x/(x+x0), so b = β·x0 and γ = −a. Searching β = b/x0 keeps the
-// early-phase term on the scale of the shift instead of letting it blow up
-// to exp(b/x0) when x0 is tiny.
+// vapor is fitted as ((x+x0)/x0)^(−a)·exp(−β·x/(x+x0)) over (a, β):
+// b/(x+x0) − b/x0 = −(b/x0)·x/(x+x0), so b = β·x0 and γ = −a. Searching
+// β = b/x0 keeps the early-phase term on the scale of the shift instead of
+// letting it blow up to exp(b/x0) when x0 is tiny.
 func vaporParams(f shapeFit, u curveUnits) []float64 {
 	c, w := f.cw(u)
-	return []float64{c, w, f.theta[0] * u.x0, -f.theta[1], u.x0}
+	return []float64{c, w, f.theta[1] * u.x0, -f.theta[0], u.x0}
 }
 
 func ilog2Params(f shapeFit, u curveUnits) []float64 {
@@ -221,21 +222,22 @@ type curveShape struct {
 	fromRow func(ws *curveWork, row []float64, theta []float64)
 }
 
-// fillG writes g(xn_i; theta) into ws.g.
+// fillG writes g(xn_i; theta) into ws.g, as bin averages when the data
+// were binned (see binCorrect).
 func (sh *curveShape) fillG(ws *curveWork, theta []float64) {
 	if sh.fill != nil {
 		sh.fill(ws, theta)
-		return
+	} else {
+		sh.row(ws, theta[0], ws.row)
+		sh.fromRow(ws, ws.row, theta)
 	}
-	sh.row(ws, theta[0], ws.row)
-	sh.fromRow(ws, ws.row, theta)
+	ws.binCorrect()
 }
 
-// thetaDim is one nonlinear parameter: searched on [lo, hi], on a log
-// scale when log is set, starting from a grid of `grid` points.
+// thetaDim is one nonlinear parameter, positive and searched on a log
+// scale within [lo, hi], starting from a grid of `grid` points.
 type thetaDim struct {
 	lo, hi float64
-	log    bool
 	grid   int
 }
 
@@ -243,23 +245,24 @@ type thetaDim struct {
 // decay at the reference point xm) rather than their textbook
 // parameters: the data pin down g(xm) well, so this turns the long curved
 // valley of good fits into one that is nearly aligned with an axis, which
-// Nelder-Mead follows far more cheaply. The decay axis gets the finer grid.
+// the grid's refined lines (along the second, finer axis) and Nelder-Mead
+// follow far more cheaply.
 var (
-	shapeOptimus = curveShape{name: "optimus", dims: []thetaDim{{0.05, 1e4, true, 16}}, fill: fillOptimus}
-	shapePow3    = curveShape{name: "pow3", dims: []thetaDim{{0.01, 3, true, 16}}, fill: fillPow3}
-	shapeExp3    = curveShape{name: "exp3", dims: []thetaDim{{0.05, 1e3, true, 16}}, fill: fillExp3}
-	shapeILog2   = curveShape{name: "ilog2", dims: []thetaDim{{1e-4, 10, true, 16}}, fill: fillILog2}
+	shapeOptimus = curveShape{name: "optimus", dims: []thetaDim{{0.05, 1e4, 16}}, fill: fillOptimus}
+	shapePow3    = curveShape{name: "pow3", dims: []thetaDim{{0.01, 3, 16}}, fill: fillPow3}
+	shapeExp3    = curveShape{name: "exp3", dims: []thetaDim{{0.05, 1e3, 16}}, fill: fillExp3}
+	shapeILog2   = curveShape{name: "ilog2", dims: []thetaDim{{1e-4, 10, 16}}, fill: fillILog2}
 	// pow4: theta = (s, d), α = d/ln(1 + xm/s).
-	shapePow4 = curveShape{name: "pow4", dims: []thetaDim{{1e-3, 100, true, 6}, {0.01, 10, true, 10}},
+	shapePow4 = curveShape{name: "pow4", dims: []thetaDim{{1e-3, 100, 6}, {0.01, 10, 10}},
 		row: rowPow4, fromRow: fromRowPow4}
 	// janoschek/weibull: theta = (δ, d), g = exp(−d·(xn/xm)^δ).
-	shapeStretchedExp = curveShape{name: "stretched-exp", dims: []thetaDim{{0.05, 5, true, 6}, {0.01, 10, true, 10}},
+	shapeStretchedExp = curveShape{name: "stretched-exp", dims: []thetaDim{{0.05, 5, 6}, {0.01, 10, 10}},
 		row: rowStretchedExp, fromRow: fromRowStretchedExp}
 	// logpower/mmf: theta = (k, q), g = 1/(1 + q·(xn/xm)^k).
-	shapeLogLogistic = curveShape{name: "log-logistic", dims: []thetaDim{{0.05, 8, true, 6}, {0.01, 1e3, true, 10}},
+	shapeLogLogistic = curveShape{name: "log-logistic", dims: []thetaDim{{0.05, 8, 6}, {0.01, 1e3, 10}},
 		row: rowLogLogistic, fromRow: fromRowLogLogistic}
-	// vapor: theta = (β, a), g = exp(−β·xn/(xn+x0n))·((xn+x0n)/x0n)^(−a).
-	shapeVapor = curveShape{name: "vapor", dims: []thetaDim{{1e-3, 30, true, 6}, {0.01, 3, true, 10}},
+	// vapor: theta = (a, β), g = ((xn+x0n)/x0n)^(−a)·exp(−β·xn/(xn+x0n)).
+	shapeVapor = curveShape{name: "vapor", dims: []thetaDim{{0.01, 3, 6}, {1e-3, 30, 10}},
 		fill: fillVapor, row: rowVapor, fromRow: fromRowVapor}
 )
 
@@ -334,21 +337,21 @@ func fromRowLogLogistic(ws *curveWork, row []float64, th []float64) {
 }
 
 func fillVapor(ws *curveWork, th []float64) {
-	beta, a := th[0], th[1]
+	a, beta := th[0], th[1]
 	for i, f := range ws.fracShift {
 		ws.g[i] = math.Exp(-beta*f - a*ws.lnShift[i])
 	}
 }
 
-func rowVapor(ws *curveWork, beta float64, row []float64) {
-	for i, f := range ws.fracShift {
-		row[i] = math.Exp(-beta * f)
+func rowVapor(ws *curveWork, a float64, row []float64) {
+	for i, l := range ws.lnShift {
+		row[i] = math.Exp(-a * l)
 	}
 }
 
 func fromRowVapor(ws *curveWork, row []float64, th []float64) {
-	a := th[1]
-	for i, l := range ws.lnShift {
-		ws.g[i] = row[i] * math.Exp(-a*l)
+	beta := th[1]
+	for i, f := range ws.fracShift {
+		ws.g[i] = row[i] * math.Exp(-beta*f)
 	}
 }

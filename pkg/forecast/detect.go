@@ -114,7 +114,9 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 			in.ProgressWithoutSteps = true
 			in.Issues = append(in.Issues, "progress reported without any step or epoch counter")
 		} else if j := lastCounterMove(seen, axis); j >= 0 && !math.IsNaN(seen[j].Progress) &&
-			last.Progress > seen[j].Progress+0.005 {
+			!math.IsNaN(axis.value(last)) && last.Progress > seen[j].Progress+0.005 {
+			// (A report without counters is not evidence: the Hugging Face
+			// reporter's final 100 % report drops them.)
 			in.ProgressWithoutSteps = true
 			in.Issues = append(in.Issues, fmt.Sprintf("progress moved %.0f%%→%.0f%% while the step counter stood still",
 				100*seen[j].Progress, 100*last.Progress))
@@ -130,7 +132,7 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 	}
 	// Jump: the latest increment's rate against the median historical rate,
 	// on the counter axis and on reported progress.
-	jr := math.Max(jumpRatio(seen, axis.value), jumpRatio(seen, func(p Point) float64 { return p.Progress }))
+	jr := math.Max(jumpRatio(seen, axis.value, 0), jumpRatio(seen, func(p Point) float64 { return p.Progress }, 0.01))
 	if !math.IsNaN(jr) && jr > 0 {
 		in.JumpRatio = &jr
 		if jr >= 10 {
@@ -189,10 +191,19 @@ func lastCounterMove(pts []Point, axis axisKind) int {
 }
 
 // jumpRatio is the largest ratio, within the latest segment, of one
-// increment's rate to the median rate of the (up to 16) increments before it: a
-// forged jump stays visible after the job resumes normal-looking reports.
-// NaN when there is too little history.
-func jumpRatio(pts []Point, value func(Point) float64) float64 {
+// increment's rate to the median rate of the (up to 16) increments before
+// it: a forged jump stays visible after the job resumes normal-looking
+// reports. Increments over less than half the median report interval (two
+// reports sent back to back, as at an evaluation followed by the run-end
+// report) are merged into the next one, and increments no larger than
+// minStep (rounding of a reported percentage) are not judged. NaN when
+// there is too little history.
+func jumpRatio(pts []Point, value func(Point) float64, minStep float64) float64 {
+	med, _, ok := reportStats(pts)
+	minDT := 1.0
+	if ok {
+		minDT = math.Max(minDT, med/2)
+	}
 	var rates []float64
 	worst := math.NaN()
 	prev := -1
@@ -205,9 +216,12 @@ func jumpRatio(pts []Point, value func(Point) float64) float64 {
 			rates, worst = rates[:0], math.NaN()
 		} else if prev >= 0 {
 			dv, dt := v-value(pts[prev]), pts[i].T-pts[prev].T
-			if dv > 0 && dt > 0 {
+			if dt < minDT && dv >= 0 {
+				continue // merge into the next increment: keep prev
+			}
+			if dv > 0 {
 				r := dv / dt
-				if len(rates) >= 3 {
+				if len(rates) >= 3 && dv > minStep {
 					if m := median(rates[max(0, len(rates)-16):]); m > 0 && (math.IsNaN(worst) || r/m > worst) {
 						worst = r / m
 					}

@@ -25,6 +25,9 @@ type Settings struct {
 	// PlateauStallPoints observations), whatever the curve says.
 	PlateauStallShare  float64
 	PlateauStallPoints int
+	// PlateauStallMaxRemaining: the stall rule is overruled while the
+	// curve still expects at least this share of the gain so far.
+	PlateauStallMaxRemaining float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -50,18 +53,19 @@ type Settings struct {
 // DefaultSettings returns the documented defaults.
 func DefaultSettings() Settings {
 	return Settings{
-		Interval:           0.8,
-		MinObjectivePoints: 4,
-		PlateauEpsilon:     0.01,
-		PlateauThreshold:   0.8,
-		PlateauStallShare:  0.2,
-		PlateauStallPoints: 3,
-		HangMultiple:       2,
-		HangSlack:          45,
-		DivergeNoise:       6,
-		DivergeShare:       0.2,
-		IntervalInflation:  2,
-		Curves:             DefaultCurveSettings(),
+		Interval:                 0.8,
+		MinObjectivePoints:       4,
+		PlateauEpsilon:           0.01,
+		PlateauThreshold:         0.8,
+		PlateauStallShare:        0.2,
+		PlateauStallPoints:       3,
+		PlateauStallMaxRemaining: 0.1,
+		HangMultiple:             2,
+		HangSlack:                45,
+		DivergeNoise:             6,
+		DivergeShare:             0.2,
+		IntervalInflation:        2,
+		Curves:                   DefaultCurveSettings(),
 	}
 }
 
@@ -197,69 +201,30 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		xEnd, endBasis = axis.total(last), "total"
 	}
 
-	// ETA.
+	// Time to target (whenever a target is set) and ETA: to the total
+	// when there is one, else to the target.
+	var xc float64
+	if obj.Target != nil {
+		var tt Estimate
+		tt, xc = timeToTarget(obj, obs, best, cf, curveOK, bl, pc, paceOK, f.Hung, s)
+		if tt.Known && tt.Value > 0 {
+			tt = etaEstimate(tt.Value-(now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)
+		}
+		f.TimeToTarget = &tt
+	}
 	switch {
 	case f.Hung:
 		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
 	case endBasis == "total" && paceOK:
 		secs, rel := pc.timeTo(1)
 		f.ETA = etaEstimate(secs-(now-runningSince(pts, pc.tLast)), rel, z, "total-steps")
-	case obj.Target != nil && paceOK && len(obs) >= 2:
-		level := sign * *obj.Target
-		if best <= level {
-			f.ETA = Estimate{Known: true, Basis: "target", Why: "target already reached"}
-			break
-		}
-		// Not reached yet: where does the fitted curve cross it? With too
-		// few observations for a curve, a straight line through the recent
-		// ones (the job's current rate of improvement) is a rough guide.
-		xMax := math.Max(xLast, 1) * 20
-		basis := "target"
-		xc, ok := 0.0, false
-		if curveOK {
-			xc, ok = cf.Crossing(level, xLast, xMax)
-		}
-		nearMiss := false
-		if curveOK && !ok {
-			// A curve that levels off within its own noise of the target
-			// cannot tell "just reaches it" from "just misses it": the
-			// recent rate of improvement decides then.
-			if a, okA := cf.Asymptote(); okA && a-level <= math.Max(cf.Sigma, bl.hErr) {
-				nearMiss = true
-			} else {
-				f.ETA = Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}
-				break
-			}
-		}
-		if !curveOK || nearMiss {
-			xc, ok = linearCrossing(obs, level)
-			basis = "target-linear"
-		}
-		if !ok {
-			f.ETA = Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}
-			break
-		}
-		secs, rel := pc.timeTo(xc)
-		if curveOK && basis == "target" {
-			// Crossing uncertainty through the curve's slope there.
-			mean, sd := bl.predict(xc, s.IntervalInflation)
-			dx := math.Max(xc*1e-3, 1e-9)
-			m2, _ := bl.predict(xc+dx, s.IntervalInflation)
-			if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
-				xrel := sd / slope / math.Max(xc-pc.xLast, dx)
-				rel = math.Sqrt(rel*rel + xrel*xrel)
-			}
-		} else {
-			rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
-		}
-		f.ETA = etaEstimate(secs-(now-runningSince(pts, pc.tLast)), rel, z, basis)
-		if endBasis == "" {
-			xEnd, endBasis = xc, "target"
-		}
 	case endBasis == "total":
 		f.ETA = Estimate{Why: "too few reports to measure the pace"}
-	case obj.Target != nil:
-		f.ETA = Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}
+	case f.TimeToTarget != nil:
+		f.ETA = *f.TimeToTarget
+		if f.ETA.Known && xc > 0 && endBasis == "" {
+			xEnd, endBasis = xc, "target"
+		}
 	default:
 		f.ETA = Estimate{Why: "no total steps and no target: ETA unknown"}
 	}
@@ -316,7 +281,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
 	}
-	if stalled(obs, now, s) {
+	if stalled(obs, now, s) && (f.RelativeRemaining == nil || *f.RelativeRemaining < s.PlateauStallMaxRemaining) {
 		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
 	}
 	if f.PlateauProbability >= s.PlateauThreshold && f.ObjectivePts >= s.MinObjectivePoints+2 {
@@ -396,6 +361,59 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 
 func median3(a, b, c float64) float64 {
 	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c))
+}
+
+// timeToTarget estimates the time from the latest moving report until the
+// objective reaches obj.Target (Value = seconds, an interval from the pace
+// and the crossing's uncertainty) and the axis position of the crossing.
+// With too few observations for a curve, or a curve levelling off within
+// its own noise of the target, a straight line through the recent
+// observations (the job's current rate of improvement) is a rough guide.
+func timeToTarget(obj Objective, obs []objPoint, best float64, cf CurveFit, curveOK bool, bl blended,
+	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
+	z := zFor(s.Interval)
+	level := obj.Sign() * *obj.Target
+	switch {
+	case len(obs) > 0 && best <= level:
+		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0
+	case hung:
+		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0
+	case !paceOK || len(obs) < 2:
+		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0
+	}
+	xLast := obs[len(obs)-1].x
+	basis := "target"
+	xc, ok := 0.0, false
+	if curveOK {
+		xc, ok = cf.Crossing(level, xLast, math.Max(xLast, 1)*20)
+		if !ok {
+			a, okA := cf.Asymptote()
+			if !okA || a-level > math.Max(cf.Sigma, bl.hErr) {
+				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0
+			}
+		}
+	}
+	if !ok {
+		xc, ok = linearCrossing(obs, level)
+		basis = "target-linear"
+	}
+	if !ok {
+		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0
+	}
+	secs, rel := pc.timeTo(xc)
+	if basis == "target" {
+		// Crossing uncertainty through the curve's slope there.
+		mean, sd := bl.predict(xc, s.IntervalInflation)
+		dx := math.Max(xc*1e-3, 1e-9)
+		m2, _ := bl.predict(xc+dx, s.IntervalInflation)
+		if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
+			xrel := sd / slope / math.Max(xc-pc.xLast, dx)
+			rel = math.Sqrt(rel*rel + xrel*xrel)
+		}
+	} else {
+		rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
+	}
+	return etaEstimate(secs, rel, z, basis), xc
 }
 
 // runningSince is the instant from which the job has been working toward

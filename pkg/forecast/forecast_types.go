@@ -32,6 +32,10 @@ type Forecast struct {
 
 	// ETA is the planner's own estimate of the remaining run time from Now.
 	ETA Estimate `json:"eta"`
+	// TimeToTarget is the planner's estimate of the time from Now until
+	// the objective reaches Objective.Target (nil without a target). For a
+	// job with no total it is also its ETA.
+	TimeToTarget *Estimate `json:"timeToTarget,omitempty"`
 	// ReportedETA is what the job itself claimed (estimatedRemainingSeconds
 	// of its latest report, aged to Now). Untrusted: shown for comparison.
 	ReportedETA *float64 `json:"reportedEta,omitempty"`
@@ -83,10 +87,12 @@ type Forecast struct {
 // 80 % by default). Known is false when the planner cannot say; Why says
 // why.
 type Estimate struct {
-	Known bool    `json:"known"`
-	Value float64 `json:"value,omitempty"`
-	Lo    float64 `json:"lo,omitempty"`
-	Hi    float64 `json:"hi,omitempty"`
+	Known bool `json:"known"`
+	// Value, Lo and Hi are meaningful only when Known (and then always
+	// present, 0 included).
+	Value float64 `json:"value"`
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
 	// Basis names how the estimate was obtained, e.g. "total-steps",
 	// "target", "curve", "target-stop".
 	Basis string `json:"basis,omitempty"`

@@ -249,13 +249,18 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 	return true, rejs
 }
 
-// isRestart: the step counter went backwards, or reported progress fell
-// back (to 0 % on a resume) by more than a rounding step.
+// isRestart: the step counter went backwards, reported progress fell back
+// (to 0 % on a resume) by more than a rounding step, or a 0 % report
+// arrived after the counter had moved (the train-begin report of a resumed
+// job whose reporter did not report progress before).
 func isRestart(last, p *Point) bool {
 	if !math.IsNaN(p.Step) && !math.IsNaN(last.Step) && p.Step < last.Step {
 		return true
 	}
 	if !math.IsNaN(p.Progress) && !math.IsNaN(last.Progress) && p.Progress < last.Progress-0.005 {
+		return true
+	}
+	if p.Progress == 0 && math.IsNaN(last.Progress) && last.Step > 0 && !(p.Step > 0) {
 		return true
 	}
 	return false
@@ -303,13 +308,13 @@ func (h *History) informative(i int) bool {
 // densest on a logarithmic age scale: log(1+t-t0) spacing keeps the early
 // shape of the curve while older stretches become sparser. Reports in which
 // no value changed count as half as far from their neighbours, so they go
-// first. The first point and segment starts are kept. At least an eighth
+// first. The first point and segment starts are kept. At least a quarter
 // of the head is removed per call so thinning is amortised. It returns how
 // many points were dropped.
 func (h *History) thin() int {
 	headEnd := len(h.points) - h.limits.TailPoints
 	excess := len(h.points) - h.limits.MaxPoints
-	target := max(excess, headEnd/8)
+	target := max(excess, headEnd/4)
 	if headEnd < 3 || target <= 0 {
 		return 0
 	}

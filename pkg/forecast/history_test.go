@@ -184,3 +184,17 @@ func TestUnmarshalHistoryRejectsForgedStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestHistoryTrainBeginReportWithoutPriorProgressIsARestart(t *testing.T) {
+	// MLPerf-style reporter: counters and metrics, no progress percentage;
+	// after a preemption the restarted reporter sends 0 % with no metrics.
+	h := NewHistory(DefaultLimits())
+	h.Observe(0, TrainerStatus{Metrics: metrics("epoch", "1", "auc", "0.7")})
+	h.Observe(60, TrainerStatus{Metrics: metrics("epoch", "2", "auc", "0.75")})
+	h.Observe(900, TrainerStatus{ProgressPercentage: f64(0)})
+	h.Observe(960, TrainerStatus{Metrics: metrics("epoch", "3", "auc", "0.77")})
+	pts := h.Points()
+	if pts[2].Seg != 1 || pts[3].Seg != 1 {
+		t.Errorf("segments %d %d, want the train-begin report to start segment 1", pts[2].Seg, pts[3].Seg)
+	}
+}

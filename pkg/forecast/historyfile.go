@@ -169,7 +169,7 @@ func (o *Outcome) FinalValue(metric string) (float64, bool) {
 
 func rawFloat(raw json.RawMessage) (float64, bool) {
 	var v float64
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &v) != nil {
 		return 0, false
 	}
 	return v, true

@@ -1,0 +1,598 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/preempt"
+)
+
+// cutEps is the tolerance of "t <= at" (the same as the backtest's).
+const cutEps = 1e-9
+
+// errLiveForecast is the answer to --trainjob until the controller exists.
+var errLiveForecast = errors.New("live forecasts need the controller (planner run), not built yet")
+
+type forecastFlags struct {
+	at         float64
+	atFraction float64
+	objective  string
+	output     string
+	trainJob   string
+}
+
+func newForecastCmd() *cobra.Command {
+	var fl forecastFlags
+	cmd := &cobra.Command{
+		Use:   "forecast HISTORY.jsonl",
+		Short: "Forecast one job from its progress history, as of a chosen time",
+		Long: `Forecast reads a progress history (JSON Lines: a ProgressHistory header line,
+then one trainerStatus report a line; "-" reads standard input), keeps only
+the reports up to --at, and prints the planner's forecast as of that time:
+progress and step rate, ETA with its interval (or why it is unknown), time
+to target when a target is known, current and predicted final objective,
+expected remaining improvement, plateau probability and onset, divergence
+and hang flags, confidence, the fitted curve families and their weights,
+and the verdict, boost and reason of the default policy.
+
+The policy needs facts a history file does not hold; they are assumed (and
+the output says so): GPUs from the header's runInfo.gpus (else 0), admitted
+at the first report's t, no namespace or ClusterQueue, base priority 0, no
+evictions, no previous decision.
+
+The objective is --objective, else the header's objective, else eval_loss or
+loss (minimized) when the reports carry one.
+
+-o json and -o yaml print one object whose fields are raw seconds and
+fractions (docs/forecast-json.md); -o table formats them for people.
+
+Exit codes: 0 success, 1 bad input (the error names the line), 2 usage
+error (including --trainjob, which needs the controller).`,
+		Example: `  planner forecast run.jsonl
+  planner forecast run.jsonl --at 3600 -o json
+  planner forecast run.jsonl --at-fraction 0.5 --objective val_loss,minimize,target=3.28
+  cat run.jsonl | planner forecast - -o yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runForecast(cmd, args, &fl)
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&fl.at, "at", 0, "forecast as of this time, in seconds since run start (default: the last report)")
+	f.Float64Var(&fl.atFraction, "at-fraction", 0, "forecast as of this fraction of the header's outcome.endSeconds (of the last report's t without an outcome)")
+	f.StringVar(&fl.objective, "objective", "", "objective METRIC[,minimize|maximize][,target=X] (default: the header's, else eval_loss or loss)")
+	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME (needs the controller: not built yet)")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	return cmd
+}
+
+func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
+	flags := cmd.Flags()
+	if fl.trainJob != "" {
+		if len(args) > 0 {
+			return usageErrorf("--trainjob and a history file cannot be used together")
+		}
+		ns, name, ok := strings.Cut(fl.trainJob, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return usageErrorf("--trainjob %q: want NAMESPACE/NAME", fl.trainJob)
+		}
+		return &exitError{code: exitUsage, err: errLiveForecast}
+	}
+	if len(args) != 1 {
+		return usageErrorf("want exactly one history file (or - for standard input), got %d arguments; see planner forecast --help", len(args))
+	}
+	atSet, fracSet := flags.Changed("at"), flags.Changed("at-fraction")
+	if atSet && fracSet {
+		return usageErrorf("--at and --at-fraction cannot be used together")
+	}
+	if atSet && !(fl.at >= 0 && !math.IsInf(fl.at, 0)) {
+		return usageErrorf("--at %v: want seconds >= 0", fl.at)
+	}
+	if fracSet && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
+		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
+	}
+	switch fl.output {
+	case "table", "json", "yaml":
+	default:
+		return usageErrorf("--output %q: want table, json or yaml", fl.output)
+	}
+	var objFlag *forecast.Objective
+	if fl.objective != "" {
+		o, err := forecast.ParseObjective(fl.objective)
+		if err != nil {
+			return usageErrorf("--objective: %v", err)
+		}
+		objFlag = &o
+	}
+
+	hf, err := readHistory(args[0], cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	var cut forecastCut
+	switch {
+	case atSet:
+		cut = forecastCut{At: fl.at, Basis: "at"}
+	case fracSet:
+		cut = fractionCut(hf, fl.atFraction)
+	default:
+		cut = forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
+	}
+	out, err := buildForecastOutput(hf, cut, objFlag)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(cmd.OutOrStdout())
+	switch fl.output {
+	case "json":
+		err = writeForecastJSON(w, out)
+	case "yaml":
+		err = writeForecastYAML(w, out)
+	default:
+		writeForecastTable(w, out)
+	}
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// readHistory reads a history file, or r for "-". Errors name the file (or
+// "stdin") and the line; a file without reports is an error too.
+func readHistory(path string, stdin io.Reader) (*forecast.HistoryFile, error) {
+	name := path
+	var r io.Reader
+	if path == "-" {
+		name, r = "stdin", stdin
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	hf, err := forecast.ReadHistoryFile(r)
+	if err != nil {
+		var le *forecast.LineError
+		if !errors.As(err, &le) {
+			// Only "no header line at all" comes back without a line: the
+			// header belongs on line 1.
+			err = &forecast.LineError{Line: 1, Err: err}
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(hf.Reports) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, &forecast.LineError{Line: 2, Err: errors.New("no status reports after the header")})
+	}
+	return hf, nil
+}
+
+// forecastCut is the instant the forecast is made for.
+type forecastCut struct {
+	At float64
+	// Basis: "last-report" (default), "at" (--at), "fraction-of-end"
+	// (--at-fraction × outcome.endSeconds) or "fraction-of-last-report"
+	// (--at-fraction × the last report's t, when there is no outcome).
+	Basis string
+}
+
+func fractionCut(hf *forecast.HistoryFile, frac float64) forecastCut {
+	if o := hf.Header.Outcome; o != nil && o.EndSeconds > 0 && !math.IsInf(o.EndSeconds, 0) {
+		return forecastCut{At: frac * o.EndSeconds, Basis: "fraction-of-end"}
+	}
+	return forecastCut{At: frac * hf.Reports[len(hf.Reports)-1].T, Basis: "fraction-of-last-report"}
+}
+
+// forecastOutput is the JSON/YAML object printed by planner forecast
+// (docs/forecast-json.md). Times are seconds in the history's time base
+// (since run start), durations seconds, shares fractions.
+type forecastOutput struct {
+	Name string `json:"name"`
+	// At is the forecast instant (= Forecast.Now); AtBasis how it was chosen.
+	At      float64 `json:"at"`
+	AtBasis string  `json:"atBasis"`
+	// ReportsRead counts the file's report lines with t <= At (before
+	// validation and heartbeat collapse; Forecast.Reports counts the
+	// accepted, distinct ones).
+	ReportsRead  int               `json:"reportsRead"`
+	Objective    objectiveOutput   `json:"objective"`
+	Forecast     forecast.Forecast `json:"forecast"`
+	Decision     preempt.Decision  `json:"decision"`
+	AssumedFacts assumedFacts      `json:"assumedFacts"`
+	// Rejections counts refused reports and values by reason.
+	Rejections map[string]int `json:"rejections"`
+}
+
+type objectiveOutput struct {
+	forecast.Objective
+	// Source: "flag" (--objective), "header" or "default" (eval_loss/loss).
+	Source string `json:"source"`
+}
+
+// assumedFacts are the preempt.Facts the decision was made with. A history
+// file knows none of them for sure; they are assumed as Note says.
+type assumedFacts struct {
+	preempt.Facts
+	// GPUsFrom: "runInfo.gpus", or "unknown" (GPUs 0).
+	GPUsFrom string `json:"gpusFrom"`
+	Note     string `json:"note"`
+}
+
+const assumedFactsNote = "assumed from the history file, not observed on a cluster: gpus from runInfo.gpus (else 0), " +
+	"admittedAt = the first report's t, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision"
+
+// buildForecastOutput forecasts hf as of cut.At from the reports with
+// t <= cut.At only, and decides under the default policy. objFlag, when not
+// nil, overrides the objective. It is pure: nothing after the cut can
+// change its result.
+func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+	now := cut.At
+	h := forecast.NewHistory(forecast.DefaultLimits())
+	read := 0
+	for _, r := range hf.Reports {
+		if r.T > now+cutEps {
+			break // reports are in time order (ReadHistoryFile checks it)
+		}
+		h.Observe(r.T, r.TrainerStatus)
+		read++
+	}
+
+	var obj forecast.Objective
+	src := ""
+	if objFlag != nil {
+		obj, src = *objFlag, "flag"
+	} else if o, ok := hf.Header.ObjectiveSpec(); ok {
+		obj, src = o, "header"
+	} else if o, ok := forecast.DefaultObjective(h); ok {
+		obj, src = o, "default"
+	} else {
+		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
+			"pass --objective METRIC[,minimize|maximize][,target=X]", hf.Header.Name, now)
+	}
+
+	fc := forecast.Fit(h, obj, now, forecast.DefaultSettings())
+
+	facts := preempt.Facts{}
+	gpusFrom := "unknown"
+	if g, ok := hf.Header.RunInfoFloat("gpus"); ok && string(hf.Header.RunInfo["gpus"]) != "null" && g >= 0 && g < 1e9 {
+		facts.GPUs, gpusFrom = int(math.Round(g)), "runInfo.gpus"
+	}
+	if read > 0 {
+		first := hf.Reports[0].T
+		facts.AdmittedAt = &first
+	}
+	d := preempt.Decide(fc, facts, preempt.Decision{}, preempt.DefaultPolicy())
+
+	rej := map[string]int{}
+	for k, v := range h.Rejections() {
+		rej[string(k)] = v
+	}
+	return &forecastOutput{
+		Name:         hf.Header.Name,
+		At:           now,
+		AtBasis:      cut.Basis,
+		ReportsRead:  read,
+		Objective:    objectiveOutput{Objective: obj, Source: src},
+		Forecast:     fc,
+		Decision:     d,
+		AssumedFacts: assumedFacts{Facts: facts, GPUsFrom: gpusFrom, Note: assumedFactsNote},
+		Rejections:   rej,
+	}, nil
+}
+
+func writeForecastJSON(w io.Writer, out *forecastOutput) error {
+	// Encode to memory first: a failed encoding must print nothing.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // reasons contain "<" and "→"; keep them readable
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("encoding the forecast (a planner bug: please report it): %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func writeForecastYAML(w io.Writer, out *forecastOutput) error {
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encoding the forecast (a planner bug: please report it): %w", err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// writeForecastTable prints the forecast for people: durations like 2h10m,
+// shares in percent. Write errors surface at the caller's Flush.
+func writeForecastTable(w io.Writer, out *forecastOutput) {
+	f := &out.Forecast
+	iv := fmtPct(forecast.DefaultSettings().Interval) + " interval"
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
+	}
+
+	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
+		out.Name, fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+
+	obj := out.Objective
+	target := "no target"
+	if obj.Target != nil {
+		target = "target " + fmtNum(*obj.Target)
+	}
+	line("Objective", "%s, %s, %s (from the %s)", obj.Metric, obj.Direction, target, map[string]string{
+		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
+
+	// Progress and pace.
+	var prog []string
+	switch {
+	case f.Progress != nil && f.Step != nil && f.TotalSteps != nil:
+		prog = append(prog, fmt.Sprintf("%s (step %s of %s)", fmtPct(*f.Progress), fmtNum(*f.Step), fmtNum(*f.TotalSteps)))
+	case f.Progress != nil:
+		prog = append(prog, fmtPct(*f.Progress))
+	case f.Step != nil:
+		prog = append(prog, fmt.Sprintf("counter at %s (no total)", fmtNum(*f.Step)))
+	default:
+		prog = append(prog, "unknown (no progress counter)")
+	}
+	if f.StepRate != nil {
+		unit := " steps/s"
+		if f.TotalSteps == nil {
+			unit = " per second"
+		}
+		prog = append(prog, fmtNum(*f.StepRate)+unit)
+	}
+	line("Progress", "%s", strings.Join(prog, ", "))
+	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, fmtDur(f.SinceProgress))
+	if f.ReportInterval != nil {
+		rep += fmt.Sprintf(", median interval %s", fmtDur(*f.ReportInterval))
+	}
+	line("Reports", "%s", rep)
+
+	// ETA and time to target.
+	line("ETA", "%s", etaText(f.ETA, out.At, iv))
+	if f.ReportedETA != nil {
+		line("Reported ETA", "%s (the job's own claim, untrusted)", fmtDur(*f.ReportedETA))
+	}
+	if tt := f.TimeToTarget; tt != nil {
+		if tt.Known && tt.Basis == f.ETA.Basis && tt.Value == f.ETA.Value && tt.Value > 0 {
+			line("Time to target", "as the ETA (the job stops at its target)")
+		} else {
+			line("Time to target", "%s", etaText(*tt, out.At, iv))
+		}
+	}
+
+	// Objective.
+	if f.Current != nil && f.Best != nil {
+		line("Objective now", "%s (best %s, %d distinct observations)", fmtNum(*f.Current), fmtNum(*f.Best), f.ObjectivePts)
+	} else {
+		line("Objective now", "no observation of %s", obj.Metric)
+	}
+	if pf := f.PredictedFinal; pf.Known {
+		line("Predicted final", "%s (%s %s to %s, basis %s)", fmtNum(pf.Value), iv, fmtNum(pf.Lo), fmtNum(pf.Hi), pf.Basis)
+	} else {
+		line("Predicted final", "unknown: %s", pf.Why)
+	}
+	if f.RemainingImprovement != nil {
+		s := fmtNum(*f.RemainingImprovement)
+		if f.RelativeRemaining != nil {
+			s += fmt.Sprintf(" (%s of the gain so far)", fmtPct(*f.RelativeRemaining))
+		}
+		line("Remaining gain", "%s", s)
+	} else {
+		line("Remaining gain", "unknown")
+	}
+
+	// Plateau, divergence, hang, integrity.
+	pl := fmt.Sprintf("probability %s", fmtPct(f.PlateauProbability))
+	if f.Plateaued {
+		pl += ", plateaued"
+		if f.PlateauOnset != nil {
+			pl += fmt.Sprintf(" since t=%s (%s ago)", fmtNum(*f.PlateauOnset), fmtDur(f.Now-*f.PlateauOnset))
+		}
+	} else {
+		pl += ", not plateaued"
+	}
+	line("Plateau", "%s", pl)
+	if f.Diverging {
+		s := "yes: " + f.DivergenceReason
+		if f.NonFinite {
+			s += " (non-finite)"
+		}
+		line("Diverging", "%s", s)
+	} else {
+		line("Diverging", "no")
+	}
+	if f.Hung {
+		line("Hung", "yes: %s", f.HangReason)
+	} else {
+		line("Hung", "no")
+	}
+	if len(f.Integrity.Issues) > 0 {
+		line("Integrity", "%s", strings.Join(f.Integrity.Issues, "; "))
+	} else {
+		line("Integrity", "no findings")
+	}
+	line("Confidence", "%s", fmtPct(f.Confidence))
+	if len(f.Models) > 0 {
+		// People need the families that matter; JSON carries them all.
+		var ms []string
+		rest := 0
+		for _, m := range f.Models {
+			if m.Weight >= 0.01 {
+				ms = append(ms, fmt.Sprintf("%s %s", m.Family, fmtPct(m.Weight)))
+			} else {
+				rest++
+			}
+		}
+		if rest > 0 {
+			ms = append(ms, fmt.Sprintf("%d more below 1%%", rest))
+		}
+		line("Models", "%s", strings.Join(ms, ", "))
+	} else {
+		line("Models", "none fitted")
+	}
+	for i, n := range f.Notes {
+		label := ""
+		if i == 0 {
+			label = "Notes"
+		}
+		line(label, "%s", n)
+	}
+
+	// Decision.
+	d := &out.Decision
+	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, fmtBoost(d.Boost), d.Mode)
+	if d.AdvisedBoost != d.Boost {
+		v += ", advised " + fmtBoost(d.AdvisedBoost)
+	}
+	if d.HeldBy != "" {
+		v += ", held by " + string(d.HeldBy)
+	}
+	v += ")"
+	if d.AdvisedAction != preempt.ActionNone && d.AdvisedAction != "" {
+		v += ", action " + string(d.AdvisedAction)
+	}
+	line("Verdict", "%s under the default policy", v)
+	line("Reason", "%s", d.Reason)
+	fa := &out.AssumedFacts
+	gpus := fmt.Sprintf("%d GPUs (runInfo.gpus)", fa.GPUs)
+	if fa.GPUsFrom != "runInfo.gpus" {
+		gpus = "0 GPUs (runInfo.gpus unknown)"
+	}
+	adm := "not admitted (no report yet)"
+	if fa.AdmittedAt != nil {
+		adm = fmt.Sprintf("admitted at t=%s (first report)", fmtNum(*fa.AdmittedAt))
+	}
+	line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
+
+	if len(out.Rejections) == 0 {
+		line("Rejections", "none")
+	} else {
+		keys := make([]string, 0, len(out.Rejections))
+		for k := range out.Rejections {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		rs := make([]string, len(keys))
+		for i, k := range keys {
+			rs[i] = fmt.Sprintf("%s %d", k, out.Rejections[k])
+		}
+		line("Rejections", "%s", strings.Join(rs, ", "))
+	}
+}
+
+func atBasisText(b string) string {
+	switch b {
+	case "at":
+		return "--at"
+	case "fraction-of-end":
+		return "--at-fraction of outcome.endSeconds"
+	case "fraction-of-last-report":
+		return "--at-fraction of the last report's t"
+	default:
+		return "the last report"
+	}
+}
+
+// etaText renders a remaining-time estimate made at now.
+func etaText(e forecast.Estimate, now float64, iv string) string {
+	if !e.Known {
+		if e.Why == "" {
+			return "unknown"
+		}
+		return "unknown: " + e.Why
+	}
+	if e.Value == 0 && e.Why != "" {
+		return e.Why
+	}
+	s := fmt.Sprintf("%s (%s %s to %s, basis %s); ends at t≈%s", fmtDur(e.Value), iv, fmtDur(e.Lo), fmtDur(e.Hi), e.Basis, fmtDur(now+e.Value))
+	if e.Why != "" {
+		s += "; " + e.Why
+	}
+	return s
+}
+
+// fmtNum renders a value with up to 4 significant digits (integers whole).
+func fmtNum(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "?"
+	}
+	if (x == math.Trunc(x) || math.Abs(x) >= 1e4) && math.Abs(x) < 1e12 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// fmtDur renders seconds as "45s", "4m30s", "12m", "2h", "2h10m" (whole
+// minutes from 10m on), like the policy's reasons.
+func fmtDur(sec float64) string {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return "?"
+	}
+	neg := ""
+	if sec < 0 {
+		neg, sec = "-", -sec
+	}
+	s := int64(math.Round(sec))
+	if s >= 600 {
+		s = (s + 30) / 60 * 60
+	}
+	switch {
+	case s >= 3600:
+		out := fmt.Sprintf("%s%dh", neg, s/3600)
+		if m := (s % 3600) / 60; m > 0 {
+			out += fmt.Sprintf("%02dm", m)
+		}
+		return out
+	case s >= 60:
+		out := fmt.Sprintf("%s%dm", neg, s/60)
+		if r := s % 60; r > 0 {
+			out += fmt.Sprintf("%02ds", r)
+		}
+		return out
+	default:
+		return fmt.Sprintf("%s%ds", neg, s)
+	}
+}
+
+// fmtPct renders a fraction as a percentage: 0.93 → "93%", 0.054 → "5.4%",
+// 0.004 → "0.4%".
+func fmtPct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "?%"
+	}
+	v := x * 100
+	switch a := math.Abs(v); {
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	case a == 0:
+		return "0%"
+	default:
+		return strconv.FormatFloat(v, 'g', 2, 64) + "%"
+	}
+}
+
+func fmtBoost(b int32) string {
+	if b > 0 {
+		return "+" + strconv.Itoa(int(b))
+	}
+	return strconv.Itoa(int(b))
+}
