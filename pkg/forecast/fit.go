@@ -28,6 +28,10 @@ type Settings struct {
 	// PlateauStallMaxRemaining: the stall rule is overruled while the
 	// curve still expects at least this share of the gain so far.
 	PlateauStallMaxRemaining float64
+	// PlateauStallMaxShare caps the stall window, which otherwise grows to
+	// the longest stall the job has already recovered from (a job whose
+	// history shows learning-rate steps must stall longer).
+	PlateauStallMaxShare float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -60,6 +64,7 @@ func DefaultSettings() Settings {
 		PlateauStallShare:        0.2,
 		PlateauStallPoints:       3,
 		PlateauStallMaxRemaining: 0.1,
+		PlateauStallMaxShare:     0.5,
 		HangMultiple:             2,
 		HangSlack:                45,
 		DivergeNoise:             6,
@@ -330,33 +335,69 @@ func oriented(mean, lo, hi, sign float64, basis string) Estimate {
 
 // stalled reports whether the best-so-far gained less than PlateauEpsilon
 // of the total gain during the stall window: the last PlateauStallShare of
-// elapsed time, stretched back to hold at least PlateauStallPoints
-// observations (evaluations can be sparse).
+// elapsed time — or, when longer, the longest stall the job has already
+// recovered from (at most PlateauStallMaxShare) — stretched back to hold at
+// least PlateauStallPoints observations (evaluations can be sparse).
 func stalled(obs []objPoint, now float64, s Settings) bool {
 	k := s.PlateauStallPoints
 	if len(obs) < 2*k || s.PlateauStallShare <= 0 || k < 1 {
 		return false
 	}
+	sb := smoothedBest(obs)
+	best := sb[len(sb)-1]
+	gain := obs[0].y - best
+	if gain <= 0 {
+		return false
+	}
 	t0 := obs[0].t
-	w0 := math.Min(now-s.PlateauStallShare*(now-t0), obs[len(obs)-k].t)
-	// Bests of the running median of three, so one noisy low reading is
-	// not taken for progress.
-	best, bestBefore := math.Inf(1), math.Inf(1)
+	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, sb, s.PlateauEpsilon)))
+	w0 := math.Min(now-share*(now-t0), obs[len(obs)-k].t)
+	bestBefore := math.Inf(1)
 	for i, o := range obs {
-		if i > 0 && i < len(obs)-1 {
-			best = math.Min(best, median3(obs[i-1].y, o.y, obs[i+1].y))
-		} else if i == 0 {
-			best = o.y
-		}
 		if o.t < w0 {
-			bestBefore = best
+			bestBefore = sb[i]
 		}
 	}
-	gain := obs[0].y - best
-	if gain <= 0 || math.IsInf(bestBefore, 1) {
+	if math.IsInf(bestBefore, 1) {
 		return false
 	}
 	return bestBefore-best < s.PlateauEpsilon*gain
+}
+
+// longestFalseStall is the longest stretch, as a share of the elapsed time
+// at its end, during which this job's best value stood still (gained less
+// than eps of its gain so far) and after which it still gained at least 5 %
+// of its gain: a job whose own history shows such false plateaus (learning
+// rate steps) must stall longer before the stall counts.
+func longestFalseStall(obs []objPoint, sb []float64, eps float64) float64 {
+	t0 := obs[0].t
+	worst := 0.0
+	last := 0 // index of the last real improvement
+	for i := 1; i < len(obs); i++ {
+		g := obs[0].y - sb[i]
+		if sb[last]-sb[i] <= eps*g {
+			continue
+		}
+		if d := obs[i].t - obs[last].t; sb[last]-sb[i] >= 0.05*g && obs[i].t > t0 && i-last > 1 {
+			worst = math.Max(worst, d/(obs[i].t-t0))
+		}
+		last = i
+	}
+	return worst
+}
+
+// smoothedBest is the best-so-far of the running median of three, so one
+// noisy low reading is not taken for progress.
+func smoothedBest(obs []objPoint) []float64 {
+	sb := make([]float64, len(obs))
+	best := obs[0].y
+	for i := range obs {
+		if i > 0 && i < len(obs)-1 {
+			best = math.Min(best, median3(obs[i-1].y, obs[i].y, obs[i+1].y))
+		}
+		sb[i] = best
+	}
+	return sb
 }
 
 func median3(a, b, c float64) float64 {

@@ -299,3 +299,39 @@ func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
 		t.Errorf("NaN marks lost in the codec: %v %+v", err, g)
 	}
 }
+
+// A job whose own history shows a false plateau (flat, then a jump after a
+// learning-rate step) must stall longer than that before the stall rule
+// calls a plateau.
+func TestStallRuleRemembersFalsePlateaus(t *testing.T) {
+	var obs []objPoint
+	add := func(t0, t1 float64, y func(t float64) float64) {
+		for tt := t0; tt < t1; tt += 10 {
+			obs = append(obs, objPoint{t: tt, x: tt, y: y(tt)})
+		}
+	}
+	add(0, 100, func(tt float64) float64 { return 2 - tt/100 }) // 2 -> 1.1
+	add(100, 400, func(float64) float64 { return 1.0 })         // false plateau: 300 s
+	add(400, 420, func(float64) float64 { return 0.5 })         // the step
+	add(420, 600, func(float64) float64 { return 0.5 })         // flat again
+	s := DefaultSettings()
+	// At t=590 the current stall (170 s) is shorter than the false one
+	// (300 s of the 400 s elapsed then): not a plateau yet.
+	if stalled(obs, 590, s) {
+		t.Error("stall shorter than the job's own false plateau called a plateau")
+	}
+	if f := longestFalseStall(obs, smoothedBest(obs), s.PlateauEpsilon); f < 0.7 {
+		t.Errorf("longest false stall %.2f, want 0.75", f)
+	}
+	// Without the false plateau in its past, the same recent stall counts.
+	var plain []objPoint
+	for _, o := range obs {
+		if o.t >= 100 && o.t < 400 {
+			continue
+		}
+		plain = append(plain, o)
+	}
+	if !stalled(plain, 590, s) {
+		t.Error("a plain stall of 170 s in a 590 s run not called")
+	}
+}
