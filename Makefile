@@ -11,20 +11,27 @@ BENCH   ?= .
 COUNT   ?= 6
 FUZZTIME ?= 30s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest examples clean
+.PHONY: all build test unit vet fmt-check bench fuzz backtest examples clean generate manifests verify-generated testbins e2e
 
 all: build
 
 build: ## Build the planner binary into bin/.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/planner ./cmd/planner
 
-test: vet fmt-check unit ## The full test suite (README's test command; .ci/run calls it).
+test: vet fmt-check unit e2e ## The full test suite (README's test command; .ci/run calls it).
 
 unit: ## Unit tests: fast, no binaries, no shared data.
 	$(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+
+testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md).
+	bash hack/build-testbins.sh
+
+e2e: testbins ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process).
+	$(GO) vet -tags e2e ./test/...
+	$(GO) test -tags e2e -count=1 -timeout 30m ./test/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -42,6 +49,18 @@ backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] (no DATA: em
 
 examples: ## Regenerate the synthetic example histories shipped in examples/.
 	$(GO) run ./hack/gen-examples
+
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.20.1
+
+generate: ## Generate the deepcopy code of api/ from its kubebuilder markers.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+manifests: ## Generate the CRDs in config/crd/bases from the api/ types.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+verify-generated: generate manifests ## Fail when the generated files differ from the committed ones.
+	@out=$$(git status --porcelain -- 'api/*/zz_generated.deepcopy.go' config/crd/bases); \
+	if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale: run make generate manifests and commit"; exit 1; fi
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,235 @@
+//go:build e2e
+
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Pinned versions of the control plane. hack/build-testbins.sh builds exactly
+// these; the default binary directory is named after them.
+const (
+	KubernetesVersion = "v1.35.4"
+	EtcdVersion       = "v3.6.5"
+)
+
+// Modules whose manifests the control plane installs. Their versions are the
+// ones the main module's build list selects (go.mod), i.e. the same versions
+// whose Go types the tests and Kueue are compiled against.
+const (
+	kueueModule   = "sigs.k8s.io/kueue"
+	trainerModule = "github.com/kubeflow/trainer/v2"
+	jobsetModule  = "sigs.k8s.io/jobset"
+)
+
+// BinaryDir returns the directory holding kube-apiserver and etcd: $PLANNER_TESTBIN
+// or ~/.cache/progress-planner/testbin/k8s-<v>-etcd-<v>, as hack/build-testbins.sh
+// writes it.
+func BinaryDir() string {
+	if d := os.Getenv("PLANNER_TESTBIN"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = os.Getenv("HOME")
+	}
+	return filepath.Join(home, ".cache", "progress-planner", "testbin",
+		"k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion)
+}
+
+// checkBinaries fails (never skips) when a binary is missing or not executable.
+func checkBinaries(dir string) (apiserver, etcd string, err error) {
+	apiserver = filepath.Join(dir, "kube-apiserver")
+	etcd = filepath.Join(dir, "etcd")
+	var missing []string
+	for _, p := range []string{apiserver, etcd} {
+		fi, statErr := os.Stat(p)
+		if statErr != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return "", "", fmt.Errorf("control-plane binaries missing: %s; build them with `make testbins` "+
+			"(hack/build-testbins.sh; set PLANNER_TESTBIN to use another directory)", strings.Join(missing, ", "))
+	}
+	return apiserver, etcd, nil
+}
+
+// moduleDirs returns the module-cache directory of each module in the main
+// module's build list, via `go list -m`. A module that is not downloaded is an
+// error naming the command that fetches it.
+func moduleDirs(modules ...string) (map[string]string, error) {
+	args := append([]string{"list", "-m", "-json"}, modules...)
+	cmd := exec.Command("go", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m %s: %v: %s", strings.Join(modules, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	dirs := map[string]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var m struct {
+			Path, Version, Dir string
+			Replace            *struct{ Path, Version, Dir string }
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding go list -m output: %w", err)
+		}
+		dir := m.Dir
+		if m.Replace != nil && m.Replace.Dir != "" {
+			dir = m.Replace.Dir
+		}
+		if dir == "" {
+			return nil, fmt.Errorf("module %s@%s is not in the module cache: run `go mod download %s`", m.Path, m.Version, m.Path)
+		}
+		dirs[m.Path] = dir
+	}
+	for _, m := range modules {
+		if dirs[m] == "" {
+			return nil, fmt.Errorf("module %s is not in the main module's build list (go.mod)", m)
+		}
+	}
+	return dirs, nil
+}
+
+// manifests are the files the control plane installs, resolved from the
+// module cache.
+type manifests struct {
+	crdPaths     []string // CRD files
+	webhookFile  string   // Kueue's webhook manifests
+	torchRuntime string   // trainer's torch-distributed ClusterTrainingRuntime
+}
+
+func findManifests() (*manifests, error) {
+	dirs, err := moduleDirs(kueueModule, trainerModule, jobsetModule)
+	if err != nil {
+		return nil, err
+	}
+	m := &manifests{}
+	kueueCRDs, err := filepath.Glob(filepath.Join(dirs[kueueModule], "config", "components", "crd", "bases", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(kueueCRDs) == 0 {
+		return nil, fmt.Errorf("no Kueue CRDs under %s/config/components/crd/bases", dirs[kueueModule])
+	}
+	m.crdPaths = append(m.crdPaths, kueueCRDs...)
+	for _, f := range []string{
+		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_trainjobs.yaml"),
+		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_trainingruntimes.yaml"),
+		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
+		filepath.Join(dirs[jobsetModule], "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"),
+	} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("CRD manifest missing: %w", err)
+		}
+		m.crdPaths = append(m.crdPaths, f)
+	}
+	m.webhookFile = filepath.Join(dirs[kueueModule], "config", "components", "webhook", "manifests.yaml")
+	m.torchRuntime = filepath.Join(dirs[trainerModule], "manifests", "base", "runtimes", "torch_distributed.yaml")
+	for _, f := range []string{m.webhookFile, m.torchRuntime} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("manifest missing: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// servedWebhookGroups are the path fragments of the webhooks this process
+// serves: Kueue's own API and the enabled TrainJob and JobSet integrations.
+// Kueue's manifest also lists webhooks for Pods, batch Jobs, Deployments and
+// other integrations that are not linked in here; registering those would make
+// the apiserver reject every such object (failurePolicy: Fail, no handler).
+var servedWebhookGroups = []string{
+	"-kueue-x-k8s-io-",
+	"-trainer-kubeflow-org-",
+	"-jobset-x-k8s-io-",
+}
+
+func served(path *string) bool {
+	if path == nil {
+		return false
+	}
+	for _, g := range servedWebhookGroups {
+		if strings.Contains(*path, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadWebhooks reads Kueue's webhook manifests and keeps the webhooks served
+// in-process. envtest rewrites their clientConfig to its local webhook server.
+func loadWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		muts []*admissionv1.MutatingWebhookConfiguration
+		vals []*admissionv1.ValidatingWebhookConfiguration
+	)
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			c := &admissionv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, c); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+			kept := c.Webhooks[:0]
+			for _, w := range c.Webhooks {
+				if w.ClientConfig.Service != nil && served(w.ClientConfig.Service.Path) {
+					kept = append(kept, w)
+				}
+			}
+			c.Webhooks = kept
+			muts = append(muts, c)
+		case "ValidatingWebhookConfiguration":
+			c := &admissionv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, c); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+			kept := c.Webhooks[:0]
+			for _, w := range c.Webhooks {
+				if w.ClientConfig.Service != nil && served(w.ClientConfig.Service.Path) {
+					kept = append(kept, w)
+				}
+			}
+			c.Webhooks = kept
+			vals = append(vals, c)
+		}
+	}
+	if len(muts) == 0 || len(vals) == 0 {
+		return nil, nil, fmt.Errorf("%s: no mutating or no validating webhook configuration", file)
+	}
+	return muts, vals, nil
+}

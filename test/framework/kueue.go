@@ -1,0 +1,170 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/constants"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/util/kubeversion"
+	"sigs.k8s.io/kueue/pkg/webhooks"
+
+	// The two job integrations the control plane enables. Each registers
+	// itself with jobframework in init; no other integration is linked in.
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs/trainjob"
+)
+
+// setFeatureGates turns Kueue's PriorityBoost gate on (plus any extra gates)
+// in this process's default feature gate, which Kueue reads.
+func setFeatureGates(extra map[string]bool) error {
+	gates := map[string]bool{string(features.PriorityBoost): true}
+	for k, v := range extra {
+		gates[k] = v
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+		return fmt.Errorf("setting Kueue feature gates %v: %w", gates, err)
+	}
+	if !features.Enabled(features.PriorityBoost) {
+		return fmt.Errorf("Kueue feature gate %s is off after enabling it", features.PriorityBoost)
+	}
+	return nil
+}
+
+// kueueScheme mirrors cmd/kueue's scheme for what is linked in here.
+func kueueScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(configapi.AddToScheme(s))
+	if err := jobframework.ForEachIntegration(func(_ string, cb jobframework.IntegrationCallbacks) error {
+		if cb.AddToScheme != nil {
+			return cb.AddToScheme(s)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newKueueManager wires Kueue v0.17.0's controllers, scheduler and webhooks
+// into a controller-runtime manager the way cmd/kueue/main.go does (minus
+// certificate management, leader election, metrics serving, visibility
+// server, TAS, MultiKueue and provisioning, none of which the suites use).
+// The webhook server listens where envtest pointed the webhook configurations.
+func newKueueManager(ctx context.Context, cfg *rest.Config, wio *envtest.WebhookInstallOptions, frameworks []string) (manager.Manager, error) {
+	scheme, err := kueueScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    wio.LocalServingHost,
+			Port:    wio.LocalServingPort,
+			CertDir: wio.LocalServingCertDir,
+		}),
+		HealthProbeBindAddress: "0",
+		// Several control planes may start, one after another, in one test
+		// process; controller names are process-global otherwise.
+		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	// The Configuration a default Kueue deployment runs with, with the
+	// integrations under test enabled.
+	kcfg := &configapi.Configuration{}
+	scheme.Default(kcfg)
+	kcfg.Integrations = &configapi.Integrations{Frameworks: frameworks}
+
+	cCache := schdcache.New(mgr.GetClient())
+	requeuer := qcache.NewRequeuer()
+	if err := mgr.Add(requeuer); err != nil {
+		return nil, err
+	}
+	preemptionExpectations := preemptexpectations.New()
+	queues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(preemptionExpectations))
+
+	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("indexes: %w", err)
+	}
+	if err := jobframework.SetupIndexes(ctx, mgr.GetFieldIndexer(), jobframework.WithEnabledFrameworks(frameworks)); err != nil {
+		return nil, fmt.Errorf("integration indexes: %w", err)
+	}
+
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	versionFetcher := kubeversion.NewServerVersionFetcher(dc)
+	if err := mgr.Add(versionFetcher); err != nil {
+		return nil, err
+	}
+	if err := versionFetcher.FetchServerVersion(); err != nil {
+		return nil, fmt.Errorf("kubernetes server version (kube-apiserver must be built with version ldflags; see hack/build-testbins.sh): %w", err)
+	}
+
+	if failed, err := core.SetupControllers(mgr, queues, cCache, kcfg, nil, preemptionExpectations, nil); err != nil {
+		return nil, fmt.Errorf("core controller %s: %w", failed, err)
+	}
+	nsSelector, err := metav1.LabelSelectorAsSelector(kcfg.ManagedJobsNamespaceSelector)
+	if err != nil {
+		return nil, err
+	}
+	if err := jobframework.SetupControllers(ctx, mgr, ctrl.Log.WithName("setup"),
+		jobframework.WithManageJobsWithoutQueueName(kcfg.ManageJobsWithoutQueueName),
+		jobframework.WithWaitForPodsReady(kcfg.WaitForPodsReady),
+		jobframework.WithKubeServerVersion(versionFetcher),
+		jobframework.WithEnabledFrameworks(frameworks),
+		jobframework.WithManagerName(constants.KueueName),
+		jobframework.WithLabelKeysToCopy(kcfg.Integrations.LabelKeysToCopy),
+		jobframework.WithCache(cCache),
+		jobframework.WithQueues(queues),
+		jobframework.WithObjectRetentionPolicies(kcfg.ObjectRetentionPolicies),
+		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
+	); err != nil {
+		return nil, fmt.Errorf("job integrations %v: %w", frameworks, err)
+	}
+	if failed, err := webhooks.Setup(mgr, nil); err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", failed, err)
+	}
+	go queues.CleanUpOnContext(ctx)
+	go cCache.CleanUpOnContext(ctx)
+
+	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
+		scheduler.WithPreemptionExpectations(preemptionExpectations))
+	if err := mgr.Add(sched); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return mgr, nil
+}
