@@ -226,18 +226,33 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		} else {
 			target = p.Boosts.NearDone
 		}
+	case v.Stalled() && evict.active && evict.out:
+		// Still out after the planner evicted it: it keeps the yield it
+		// was evicted with, or it would be readmitted at once, ahead of the
+		// work it yielded to, and yield again (thrash).
+		target = min(prevBoost, 0)
+		notes = append(notes, evict.note)
+	case v.Stalled() && evict.active:
+		notes = append(notes, evict.note)
+	case v == Plateaued && nearlyDone(&f, &p, distrust != nil):
+		// A plateau this close to the planned end costs at most the rest of
+		// the run; a preemption would waste the work since the last
+		// checkpoint. Only trusted, counter-derived progress counts.
+		pr, _ := counterProgress(&f)
+		notes = append(notes, fmt.Sprintf("no yield at %.0f%% of its planned steps (>= %.0f%%): it finishes soon",
+			100*pr, 100*p.NearDone.EnterProgress))
 	case v.Stalled():
-		if evict.active {
-			notes = append(notes, evict.note)
-		} else {
-			target = stallBoost(v, &p.Boosts)
-		}
+		target = stallBoost(v, &p.Boosts)
 	}
 	target = clamp(target, p.Boosts.Min, p.Boosts.Max)
 
 	// 5. Dwell and rate cap.
 	minDwell := p.Stability.MinDwell.Seconds()
-	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f))
+	// A NaN divergence acts at once; so does lifting the yield of a job the
+	// planner evicted, once it is readmitted (it must not be preempted
+	// again before new evidence arrives).
+	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f)) ||
+		(evict.active && !evict.out && prevBoost < 0 && target == 0)
 	changes := recentChanges(previous.BoostChanges, now)
 	nChanges := len(changes)
 	newBoost := prevBoost
@@ -347,6 +362,7 @@ func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff 
 
 type evictionState struct {
 	active bool
+	out    bool // evicted and not readmitted since
 	note   string
 }
 
@@ -361,16 +377,22 @@ func evictionCooldown(facts *Facts, p *Policy, now float64) evictionState {
 	}
 	a := facts.AdmittedAt
 	if a == nil || !finite(*a) || *a < *e {
-		return evictionState{true, fmt.Sprintf(
-			"eviction cooldown: the planner evicted it %s ago (evictions so far: %d), no penalty until it has run %s after readmission",
+		return evictionState{true, true, fmt.Sprintf(
+			"eviction cooldown: the planner evicted it %s ago (evictions so far: %d), it keeps its yield while it waits and gets no new penalty until it has run %s after readmission",
 			fmtDur(now-*e), facts.Evictions, fmtDur(cd))}
 	}
 	if until := *a + cd; now < until {
-		return evictionState{true, fmt.Sprintf(
+		return evictionState{true, false, fmt.Sprintf(
 			"eviction cooldown: readmitted %s ago after a planner eviction (evictions so far: %d), no penalty for %s more",
 			fmtDur(now-*a), facts.Evictions, fmtDur(until-now))}
 	}
 	return evictionState{}
+}
+
+// nearlyDone: trusted counter progress at or past NearDone.EnterProgress.
+func nearlyDone(f *forecast.Forecast, p *Policy, distrusted bool) bool {
+	pr, ok := counterProgress(f)
+	return ok && pr >= p.NearDone.EnterProgress && !distrusted && len(f.Integrity.Issues) == 0
 }
 
 func stallBoost(v Verdict, b *Boosts) int32 {

@@ -386,11 +386,13 @@ func TestEvictionCooldown(t *testing.T) {
 	}
 	// The planner's boost got the job evicted at t0+3600.
 	j.facts.AdmittedAt, j.facts.LastPlannerEvictionAt, j.facts.Evictions = nil, fp(t0+3600), 1
+	// While it waits it keeps the yield it was evicted with (else it would be
+	// readmitted at once ahead of the work it yielded to, and yield again).
 	d := j.at(fcPlateau(t0 + 3660))
-	if d.Verdict != Plateaued || d.Boost != 0 {
-		t.Fatalf("penalized while out after a planner eviction: %s", d.Reason)
+	if d.Verdict != Plateaued || d.Boost != -100 {
+		t.Fatalf("yield dropped while out after a planner eviction: %s", d.Reason)
 	}
-	wantContains(t, d.Reason, "eviction cooldown: the planner evicted it 1m ago (evictions so far: 1)")
+	wantContains(t, d.Reason, "eviction cooldown: the planner evicted it 1m ago (evictions so far: 1), it keeps its yield while it waits")
 	// Readmitted at t0+7200: no penalty until it has run 30m.
 	j.facts.AdmittedAt = fp(t0 + 7200)
 	for now := t0 + 7200; now < t0+9000; now += 60 {
@@ -707,5 +709,30 @@ func assertCap(t *testing.T, log []Decision, limit int) {
 		if n > limit {
 			t.Fatalf("%d boost changes in the hour up to %v (cap %d): %v", n, ts[i], limit, ts)
 		}
+	}
+}
+
+func TestPlateauPastNearDoneProgressDoesNotYield(t *testing.T) {
+	at95 := func(now float64) forecast.Forecast {
+		f := fcPlateau(now)
+		f.Step, f.TotalSteps = fp(9500), fp(10000)
+		f.ETA = forecast.Estimate{Known: true, Value: 3 * 3600, Lo: 2 * 3600, Hi: 4 * 3600, Basis: "total-steps"}
+		return f
+	}
+	j := newJob(t, DefaultPolicy())
+	d := j.run(t0, t0+3600, 60, at95)
+	if d.Verdict != Plateaued || d.Boost != 0 {
+		t.Fatalf("plateaued at 95%% yields: %s", d.Reason)
+	}
+	wantContains(t, d.Reason, "no yield at 95% of its planned steps")
+	// Forged or distrusted progress does not buy the exemption.
+	forged := func(now float64) forecast.Forecast {
+		f := at95(now)
+		f.Integrity.Issues = []string{"progress moved 40%→95% while the step counter stood still"}
+		return f
+	}
+	j = newJob(t, DefaultPolicy())
+	if d = j.run(t0, t0+3600, 60, forged); d.Boost != -100 {
+		t.Fatalf("a plateaued job with implausible progress escaped its yield: %s", d.Reason)
 	}
 }

@@ -60,8 +60,13 @@
 //     for Stability.MinDwell (a Diverging verdict with non-finite values acts
 //     at once);
 //   - at most Stability.MaxBoostChangesPerHour boost changes per sliding hour;
-//   - after a planner-caused eviction no penalty (and no stop) until the job
-//     has run Stability.EvictionCooldown after readmission.
+//   - after a planner-caused eviction the job keeps its yield while it waits,
+//     and gets no new penalty (and no stop) until it has run
+//     Stability.EvictionCooldown after readmission (the yield is lifted at
+//     readmission without dwell).
+//
+// A Plateaued job at or past NearDone.EnterProgress of its planned steps
+// (trusted counter progress, no integrity finding) does not yield.
 //
 // Removing protection is never held back by dwell or the rate cap; granting
 // protection needs room in the rate cap for its own removal, so the cap holds

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/progress-planner/planner/internal/yamlfields"
 )
 
 // Mode says whether decisions are applied.
@@ -507,57 +507,7 @@ func (v *validator) err() error {
 // unknownFields lists the full paths ("plateau.enterProb",
 // "overrides[0].stopp") of the keys in data that Policy does not have, with
 // the known keys at that level, so that a typo in the config file is easy to
-// find. encoding/json names only the key.
+// find.
 func unknownFields(data []byte) []string {
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil
-	}
-	var out []string
-	walkUnknown(doc, reflect.TypeFor[Policy](), "", &out)
-	return out
-}
-
-func walkUnknown(v any, t reflect.Type, path string, out *[]string) {
-	switch t.Kind() {
-	case reflect.Pointer:
-		walkUnknown(v, t.Elem(), path, out)
-	case reflect.Slice:
-		if list, ok := v.([]any); ok {
-			for i, e := range list {
-				walkUnknown(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", out)
-			}
-		}
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok || t == reflect.TypeFor[Duration]() {
-			return
-		}
-		fields := map[string]reflect.Type{}
-		var known []string
-		for i := range t.NumField() {
-			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-			if name != "" && name != "-" {
-				fields[strings.ToLower(name)] = t.Field(i).Type
-				known = append(known, name)
-			}
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			ft, ok := fields[strings.ToLower(k)]
-			if !ok {
-				*out = append(*out, fmt.Sprintf("%q (known at this level: %s)", p, strings.Join(known, ", ")))
-				continue
-			}
-			walkUnknown(m[k], ft, p, out)
-		}
-	}
+	return yamlfields.Unknown(data, reflect.TypeFor[Policy](), reflect.TypeFor[Duration]())
 }
