@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newBacktestCmd(),
 		newForecastCmd(),
+		newSimulateCmd(),
 	)
 	return root
 }

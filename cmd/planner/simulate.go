@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/progress-planner/planner/simulator"
+)
+
+func newSimulateCmd() *cobra.Command {
+	var (
+		traceFile, traceFormat, curvesDir, scenarioFile string
+		policies, output, outFile                       string
+		seed                                            uint64
+		deactivate                                      bool
+		limit, clusterGPUs                              int
+		singleQueue                                     bool
+		priorities, checkpoint                          string
+		cadenceFirst, cadenceMin, cadenceMax            string
+		cadenceGrowth                                   float64
+		reportsPerRun                                   int
+		eventsFile, exportScenario                      string
+		progress                                        string
+		printDefault                                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate a shared GPU cluster under Kueue and compare kueue, planner, oracle and LAS",
+		Long: `Simulate replays jobs through a discrete-event model of a GPU cluster under
+Kueue semantics (ClusterQueues, cohort borrowing, priority order, preemption
+withinClusterQueue: LowerPriority, checkpoint loss on eviction) and compares
+policies on identical arrivals and learning curves:
+
+  kueue    Kueue alone, no boosts
+  planner  forecast.Fit + preempt.Decide on each job's own history (the
+           controller's code), boosts applied as kueue.x-k8s.io/priority-boost
+  oracle   preempt.Decide on a forecast built from the ground truth
+  las      least attained GPU service (Tiresias-style), as a peer reference
+
+With no arguments it runs the built-in scenario (Philly-like job sizes and
+run times, parametric curves; see docs/simulator.md) in seconds. --deactivate
+is the what-if in which every queue opts in to the policy's Deactivate.`,
+		Example: `  planner simulate
+  planner simulate --deactivate -o html --out report.html
+  planner simulate --trace ../shared/data/traces/pollux/philly.csv --trace-format philly \
+      --curves ../shared/data/curves --deactivate
+  planner simulate --scenario small.yaml --policies kueue --events events.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printDefault {
+				_, err := cmd.OutOrStdout().Write(simulator.DefaultScenarioYAML())
+				return err
+			}
+			if output != "table" && output != "json" && output != "html" {
+				return usageErrorf("--output %q: want table, json or html", output)
+			}
+			pols, err := simulator.ParsePolicies(policies)
+			if err != nil {
+				return usageErrorf("--policies: %v", err)
+			}
+			flags := cmd.Flags()
+			var sc *simulator.Scenario
+			switch {
+			case scenarioFile != "":
+				if sc, err = simulator.LoadScenario(scenarioFile); err != nil {
+					return err
+				}
+			case traceFile != "":
+				sc = &simulator.Scenario{Name: "trace"}
+			default:
+				sc = simulator.DefaultScenario()
+			}
+			if traceFile != "" {
+				if traceFormat != simulator.FormatPhilly && traceFormat != simulator.FormatAlibaba {
+					return usageErrorf("--trace-format %q: want philly or alibaba", traceFormat)
+				}
+				sc.Jobs, sc.Generate = nil, nil
+				sc.Trace = &simulator.TraceSource{Path: traceFile, Format: traceFormat}
+				if sc.Name == "" || sc.Name == "built-in" {
+					sc.Name = "trace"
+				}
+			} else if flags.Changed("trace-format") {
+				return usageErrorf("--trace-format needs --trace")
+			}
+			if sc.Trace != nil {
+				if flags.Changed("limit") {
+					sc.Trace.Limit = limit
+				}
+				if flags.Changed("cluster-gpus") {
+					sc.Trace.ClusterGPUs = clusterGPUs
+				}
+				if singleQueue {
+					sc.Trace.SingleQueue = true
+				}
+			} else if flags.Changed("limit") || flags.Changed("cluster-gpus") || singleQueue {
+				return usageErrorf("--limit, --cluster-gpus and --single-queue apply to --trace")
+			}
+			if limit < 0 || clusterGPUs < 0 {
+				return usageErrorf("--limit and --cluster-gpus must not be negative")
+			}
+			if curvesDir != "" {
+				sc.Curves = &simulator.CurveSource{Dir: curvesDir}
+			}
+			if flags.Changed("seed") {
+				sc.Seed = seed
+			}
+			if flags.Changed("priorities") {
+				if sc.Priorities, err = parsePriorityMix(priorities); err != nil {
+					return usageErrorf("--priorities: %v", err)
+				}
+			}
+			opt, err := sc.Options(simulator.DefaultOptions())
+			if err != nil {
+				return err
+			}
+			if flags.Changed("deactivate") {
+				opt.Deactivate = deactivate
+			}
+			if flags.Changed("checkpoint") {
+				if opt.Checkpoint, err = simulator.ParseSeconds(checkpoint); err != nil {
+					return usageErrorf("--checkpoint: %v", err)
+				}
+			}
+			for _, f := range []struct {
+				name string
+				val  string
+				dst  *simulator.Seconds
+			}{{"cadence-first", cadenceFirst, &opt.Cadence.First}, {"cadence-min", cadenceMin, &opt.Cadence.Min}, {"cadence-max", cadenceMax, &opt.Cadence.Max}} {
+				if flags.Changed(f.name) {
+					v, err := simulator.ParseSeconds(f.val)
+					if err != nil {
+						return usageErrorf("--%s: %v", f.name, err)
+					}
+					*f.dst = simulator.Seconds(v)
+				}
+			}
+			if flags.Changed("cadence-growth") {
+				opt.Cadence.Growth = cadenceGrowth
+			}
+			if flags.Changed("reports-per-run") {
+				if reportsPerRun < 1 {
+					return usageErrorf("--reports-per-run %d: must be at least 1", reportsPerRun)
+				}
+				opt.ReportsPerRun = reportsPerRun
+			}
+			opt.RecordEvents = eventsFile != ""
+			in, err := sc.Resolve()
+			if err != nil {
+				return err
+			}
+			if exportScenario != "" {
+				if err := writeExport(exportScenario, sc, in); err != nil {
+					return err
+				}
+			}
+			switch progress {
+			case "auto":
+				if isTerminal(os.Stderr) {
+					opt.Progress = progressBar(os.Stderr)
+				}
+			case "on":
+				opt.Progress = progressBar(os.Stderr)
+			case "off":
+			default:
+				return usageErrorf("--progress %q: want auto, on or off", progress)
+			}
+			cmp, err := simulator.Compare(in, pols, sc.Seed, opt)
+			if opt.Progress != nil {
+				fmt.Fprint(os.Stderr, "\r\033[K")
+			}
+			if err != nil {
+				return err
+			}
+			if eventsFile != "" {
+				if err := writeEvents(eventsFile, sc, in, cmp); err != nil {
+					return err
+				}
+			}
+			w := cmd.OutOrStdout()
+			var f *os.File
+			if outFile != "" && outFile != "-" {
+				if f, err = os.Create(outFile); err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			bw := bufio.NewWriter(w)
+			switch output {
+			case "json":
+				err = cmp.WriteJSON(bw)
+			case "html":
+				err = cmp.WriteHTML(bw)
+			default:
+				err = cmp.WriteTable(bw)
+			}
+			if err == nil {
+				err = bw.Flush()
+			}
+			if err == nil && f != nil {
+				err = f.Close()
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&traceFile, "trace", "", "cluster trace to replay (CSV)")
+	fl.StringVar(&traceFormat, "trace-format", simulator.FormatPhilly, "trace format: philly (timestamp,duration,num_gpus,gpu_time,cluster) or alibaba (openb_pod_list)")
+	fl.StringVar(&curvesDir, "curves", "", "directory of progress-history files: jobs get recorded curves matched by duration class and time-scaled (default: built-in parametric families)")
+	fl.StringVar(&scenarioFile, "scenario", "", "YAML scenario file (default: the built-in scenario; see --print-default)")
+	fl.StringVar(&policies, "policies", strings.Join(simulator.AllPolicies, ","), "policies to compare")
+	fl.Uint64Var(&seed, "seed", 1, "seed of every random draw (default: the scenario's)")
+	fl.BoolVar(&deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
+	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
+	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
+	fl.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
+	fl.IntVar(&clusterGPUs, "cluster-gpus", 0, "trace: cluster capacity (default: the trace's mean demand / 0.85)")
+	fl.BoolVar(&singleQueue, "single-queue", false, "trace: one ClusterQueue instead of one per trace group (Philly virtual cluster, Alibaba QoS)")
+	fl.StringVar(&priorities, "priorities", "", "priority mix VALUE:SHARE,... (e.g. 0:0.8,1000:0.2; default: the scenario's, all 0 for traces)")
+	fl.StringVar(&checkpoint, "checkpoint", "30m", "running time between checkpoints (an evicted job loses the work since its last)")
+	fl.StringVar(&cadenceFirst, "cadence-first", "1h", "first forecast of a job this long after admission")
+	fl.StringVar(&cadenceMin, "cadence-min", "1h", "at most one forecast per job per this much simulated time")
+	fl.StringVar(&cadenceMax, "cadence-max", "12h", "at least one forecast per running job per this much")
+	fl.Float64Var(&cadenceGrowth, "cadence-growth", 0.5, "forecast interval = growth × the job's running time, within [min, max]")
+	fl.IntVar(&reportsPerRun, "reports-per-run", 100, "a job reports about this many times over its planned run (every duration/N, between 1m and 1h)")
+	fl.StringVar(&eventsFile, "events", "", "write the scenario's jobs and each policy's ordered admissions, preemptions and completions (JSON)")
+	fl.StringVar(&exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list")
+	fl.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (only on a terminal), on or off")
+	fl.BoolVar(&printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
+	return cmd
+}
+
+func parsePriorityMix(s string) ([]simulator.PriorityClass, error) {
+	var out []simulator.PriorityClass
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		v, sh, ok := strings.Cut(part, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want VALUE:SHARE", part)
+		}
+		val, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q: priority %q is not a 32-bit integer", part, v)
+		}
+		share, err := strconv.ParseFloat(strings.TrimSpace(sh), 64)
+		if err != nil || !(share >= 0) {
+			return nil, fmt.Errorf("%q: share %q is not a number >= 0", part, sh)
+		}
+		out = append(out, simulator.PriorityClass{Name: v, Value: int32(val), Share: share})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty")
+	}
+	return out, nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws "\r policy [#####     ] 123/456 jobs" at most five
+// times a second.
+func progressBar(w io.Writer) func(policy string, done, total int) {
+	var last time.Time
+	return func(policy string, done, total int) {
+		if now := time.Now(); now.Sub(last) < 200*time.Millisecond && done < total {
+			return
+		} else {
+			last = now
+		}
+		const width = 30
+		n := 0
+		if total > 0 {
+			n = done * width / total
+		}
+		fmt.Fprintf(w, "\r\033[Ksimulating %s [%s%s] %d/%d jobs", policy, strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
+	}
+}
+
+// exportedJob is the fidelity harness's view of a job.
+type exportedJob struct {
+	Name      string  `json:"name"`
+	Queue     string  `json:"queue"`
+	Arrival   float64 `json:"arrivalSeconds"`
+	GPUs      int     `json:"gpus"`
+	Priority  int32   `json:"priority"`
+	Duration  float64 `json:"durationSeconds"`
+	PlateauAt float64 `json:"plateauAt"`
+	Curve     string  `json:"curve"`
+}
+
+func exportJobs(in *simulator.Input) []exportedJob {
+	out := make([]exportedJob, 0, len(in.Jobs))
+	for _, j := range in.Jobs {
+		out = append(out, exportedJob{Name: j.Name, Queue: j.Queue, Arrival: j.Arrival, GPUs: j.GPUs, Priority: j.Priority,
+			Duration: j.Duration, PlateauAt: j.Curve.Onset, Curve: j.CurveName})
+	}
+	return out
+}
+
+// writeEvents writes the jobs and each policy's event order, for a run of
+// the same scenario on a real control plane to be compared with.
+func writeEvents(path string, sc *simulator.Scenario, in *simulator.Input, cmp *simulator.Comparison) error {
+	doc := struct {
+		Scenario   string                        `json:"scenario"`
+		Seed       uint64                        `json:"seed"`
+		Checkpoint simulator.Seconds             `json:"checkpointInterval"`
+		Queues     []simulator.Queue             `json:"queues"`
+		Jobs       []exportedJob                 `json:"jobs"`
+		Events     map[string][]simulator.Record `json:"events"`
+	}{Scenario: in.Name, Seed: sc.Seed, Checkpoint: cmp.Settings.CheckpointInterval, Queues: in.Queues, Jobs: exportJobs(in), Events: map[string][]simulator.Record{}}
+	for _, r := range cmp.Results {
+		doc.Events[r.Summary.Policy] = r.Records
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeExport writes the resolved jobs as a scenario with an explicit job
+// list (curves become simple curves with the same plateau onset).
+func writeExport(path string, sc *simulator.Scenario, in *simulator.Input) error {
+	out := simulator.Scenario{Name: in.Name, Description: "exported from " + in.Source, Seed: sc.Seed, Queues: in.Queues,
+		CheckpointInterval: sc.CheckpointInterval, Reports: sc.Reports, Cadence: sc.Cadence, LAS: sc.LAS, Policy: sc.Policy, Deactivate: sc.Deactivate}
+	for _, j := range in.Jobs {
+		js := simulator.JobSpec{Name: j.Name, Queue: j.Queue, Arrival: simulator.Seconds(j.Arrival), GPUs: j.GPUs, Priority: j.Priority,
+			Duration: simulator.Seconds(j.Duration), TotalSteps: j.TotalSteps, CheckpointInterval: simulator.Seconds(j.Checkpoint)}
+		if j.Curve.Onset < 1 {
+			js.PlateauAt = j.Curve.Onset
+		}
+		out.Jobs = append(out.Jobs, js)
+	}
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

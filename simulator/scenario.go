@@ -1,0 +1,656 @@
+package simulator
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/preempt"
+)
+
+// Scenario is a simulation set-up, read from YAML (ParseScenario). Its jobs
+// come from one of: an explicit list (Jobs), a cluster trace (Trace), or
+// the generator (Generate). Their curves come from recorded histories
+// (Curves) or the built-in parametric families (Families).
+type Scenario struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Seed drives every draw (priorities, curves, generated jobs).
+	Seed uint64 `json:"seed"`
+	// Queues are the ClusterQueues. With a trace and no queues, one queue
+	// per trace group (Philly virtual cluster, Alibaba QoS) is made, all in
+	// one cohort (see TraceSource.ClusterGPUs).
+	Queues []Queue `json:"queues,omitempty"`
+	// Priorities is the priority mix of generated and trace jobs (shares
+	// are normalized). Empty: every job has priority 0.
+	Priorities []PriorityClass `json:"priorities,omitempty"`
+	// CheckpointInterval: running time between checkpoints (default 30m).
+	CheckpointInterval *Seconds `json:"checkpointInterval,omitempty"`
+	// Reports: how often jobs report (see Options).
+	Reports *ReportSettings `json:"reports,omitempty"`
+	// Cadence of forecasts (see Cadence).
+	Cadence *Cadence `json:"cadence,omitempty"`
+	// LAS thresholds (see LASConfig).
+	LAS *LASConfig `json:"las,omitempty"`
+	// Policy is the decision policy (preempt.ParsePolicy form; fields left
+	// out keep their defaults).
+	Policy json.RawMessage `json:"policy,omitempty"`
+	// Deactivate: the what-if in which every queue opts in to Deactivate.
+	Deactivate bool `json:"deactivate,omitempty"`
+
+	Jobs     []JobSpec    `json:"jobs,omitempty"`
+	Trace    *TraceSource `json:"trace,omitempty"`
+	Generate *Generator   `json:"generate,omitempty"`
+	// Curves, when set, gives trace and generated jobs recorded curves
+	// (matched by duration class and time-scaled) instead of families.
+	Curves   *CurveSource `json:"curves,omitempty"`
+	Families *Families    `json:"families,omitempty"`
+}
+
+// PriorityClass is one class of the priority mix.
+type PriorityClass struct {
+	Name  string  `json:"name"`
+	Value int32   `json:"value"`
+	Share float64 `json:"share"`
+}
+
+// ReportSettings: a job reports every clamp(duration/perRun, min, max).
+type ReportSettings struct {
+	PerRun int     `json:"perRun"`
+	Min    Seconds `json:"min"`
+	Max    Seconds `json:"max"`
+}
+
+// JobSpec is an explicitly listed job.
+type JobSpec struct {
+	Name     string  `json:"name"`
+	Queue    string  `json:"queue"`
+	Arrival  Seconds `json:"arrival"`
+	GPUs     int     `json:"gpus"`
+	Priority int32   `json:"priority"`
+	Duration Seconds `json:"duration"`
+	// TotalSteps defaults to 10000.
+	TotalSteps float64 `json:"totalSteps,omitempty"`
+	// CheckpointInterval overrides the scenario's for this job.
+	CheckpointInterval Seconds `json:"checkpointInterval,omitempty"`
+	// PlateauAt is the run fraction where the job's (exponential) curve
+	// plateaus; 0 or >= 1: a curve that improves until the end.
+	PlateauAt float64 `json:"plateauAt,omitempty"`
+}
+
+// TraceSource names a cluster trace.
+type TraceSource struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	// Limit keeps the first Limit jobs (0: all).
+	Limit int `json:"limit,omitempty"`
+	// ClusterGPUs is the capacity when queues are made from the trace;
+	// 0: the trace's mean GPU demand (GPU-hours over its span) divided by
+	// TargetLoad.
+	ClusterGPUs int     `json:"clusterGPUs,omitempty"`
+	TargetLoad  float64 `json:"targetLoad,omitempty"`
+	// SingleQueue puts every job into one ClusterQueue instead of one per
+	// trace group.
+	SingleQueue bool `json:"singleQueue,omitempty"`
+}
+
+// CurveSource is a directory of progress-history files.
+type CurveSource struct {
+	Dir string `json:"dir"`
+}
+
+// Generator draws jobs from distributions (the built-in scenario's are
+// taken from the Philly-derived trace; see docs/simulator.md).
+type Generator struct {
+	Jobs int `json:"jobs"`
+	// Load is the offered load: arrivals are Poisson at Load × capacity /
+	// (mean GPUs × mean duration).
+	Load float64 `json:"load"`
+	// DurationQuantiles are (quantile, seconds) points of the run-time
+	// distribution, interpolated log-linearly; MaxDuration truncates it.
+	DurationQuantiles [][2]float64 `json:"durationQuantiles"`
+	MaxDuration       Seconds      `json:"maxDuration,omitempty"`
+	// GPUs is the job-size mix.
+	GPUs []GPUShare `json:"gpus"`
+}
+
+// GPUShare is one job size of the mix.
+type GPUShare struct {
+	GPUs  int     `json:"gpus"`
+	Share float64 `json:"share"`
+}
+
+// Seconds reads a number of seconds or a Go duration string ("90s",
+// "1h30m", also "2d" for days) and writes a duration string.
+type Seconds float64
+
+// UnmarshalJSON accepts 3600, "3600", "1h" or "1.5d".
+func (s *Seconds) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err == nil {
+		*s = Seconds(f)
+		return nil
+	}
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return fmt.Errorf("duration %s: want seconds or a string such as \"90s\", \"5m\", \"1h30m\", \"2d\"", b)
+	}
+	v, err := ParseSeconds(str)
+	if err != nil {
+		return err
+	}
+	*s = Seconds(v)
+	return nil
+}
+
+// MarshalJSON writes a duration string.
+func (s Seconds) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+func (s Seconds) String() string {
+	d := time.Duration(float64(s) * float64(time.Second))
+	str := d.String()
+	if strings.HasSuffix(str, "m0s") {
+		str = strings.TrimSuffix(str, "0s")
+	}
+	if strings.HasSuffix(str, "h0m") {
+		str = strings.TrimSuffix(str, "0m")
+	}
+	return str
+}
+
+// ParseSeconds parses seconds ("3600"), a Go duration ("1h30m") or days
+// ("2d", "1.5d").
+func ParseSeconds(str string) (float64, error) {
+	str = strings.TrimSpace(str)
+	if v, err := strconv.ParseFloat(str, 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+		return v, nil
+	}
+	if d, ok := strings.CutSuffix(str, "d"); ok {
+		if v, err := strconv.ParseFloat(d, 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+			return v * 86400, nil
+		}
+	}
+	d, err := time.ParseDuration(str)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("duration %q: want seconds or a string such as \"90s\", \"5m\", \"1h30m\", \"2d\"", str)
+	}
+	return d.Seconds(), nil
+}
+
+//go:embed default.yaml
+var defaultScenarioYAML []byte
+
+// DefaultScenario is the embedded built-in scenario (default.yaml).
+func DefaultScenario() *Scenario {
+	s, err := ParseScenario(defaultScenarioYAML)
+	if err != nil {
+		panic("simulator: embedded default.yaml: " + err.Error())
+	}
+	return s
+}
+
+// DefaultScenarioYAML is the embedded scenario's text.
+func DefaultScenarioYAML() []byte { return append([]byte(nil), defaultScenarioYAML...) }
+
+// ParseScenario reads a YAML (or JSON) scenario; unknown fields are errors.
+func ParseScenario(data []byte) (*Scenario, error) {
+	var s Scenario
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// LoadScenario reads a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ParseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Scenario) validate() error {
+	sources := 0
+	if len(s.Jobs) > 0 {
+		sources++
+	}
+	if s.Trace != nil {
+		sources++
+	}
+	if s.Generate != nil {
+		sources++
+	}
+	if sources != 1 {
+		return fmt.Errorf("scenario %q: give exactly one of jobs, trace, generate (got %d)", s.Name, sources)
+	}
+	total := 0.0
+	for i, p := range s.Priorities {
+		if !(p.Share >= 0) || math.IsInf(p.Share, 0) {
+			return fmt.Errorf("scenario: priorities[%d].share %g must be >= 0", i, p.Share)
+		}
+		total += p.Share
+	}
+	if len(s.Priorities) > 0 && !(total > 0) {
+		return fmt.Errorf("scenario: the priority shares add up to 0")
+	}
+	if s.Families != nil {
+		if err := s.Families.validate(); err != nil {
+			return err
+		}
+	}
+	if g := s.Generate; g != nil {
+		if err := g.validate(); err != nil {
+			return err
+		}
+		if len(s.Queues) == 0 {
+			return fmt.Errorf("scenario: generate needs queues")
+		}
+	}
+	if t := s.Trace; t != nil {
+		if t.Path == "" {
+			return fmt.Errorf("scenario: trace.path is empty")
+		}
+		if t.Format != FormatPhilly && t.Format != FormatAlibaba {
+			return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
+		}
+		if t.Limit < 0 || t.ClusterGPUs < 0 || t.TargetLoad < 0 || t.TargetLoad > 10 {
+			return fmt.Errorf("scenario: trace.limit, trace.clusterGPUs must be >= 0 and trace.targetLoad in [0,10]")
+		}
+	}
+	if len(s.Policy) > 0 {
+		if _, err := preempt.ParsePolicy(s.Policy); err != nil {
+			return fmt.Errorf("scenario: %w", err)
+		}
+	}
+	return nil
+}
+
+func (g *Generator) validate() error {
+	switch {
+	case g.Jobs < 1 || g.Jobs > 10_000_000:
+		return fmt.Errorf("generate.jobs %d must be in [1, 1e7]", g.Jobs)
+	case !(g.Load > 0) || g.Load > 100:
+		return fmt.Errorf("generate.load %g must be in (0, 100]", g.Load)
+	case len(g.DurationQuantiles) < 2:
+		return fmt.Errorf("generate.durationQuantiles needs at least two points")
+	case len(g.GPUs) == 0:
+		return fmt.Errorf("generate.gpus is empty")
+	}
+	for i, p := range g.DurationQuantiles {
+		if !(p[0] >= 0 && p[0] <= 1) || !(p[1] > 0) || math.IsInf(p[1], 0) {
+			return fmt.Errorf("generate.durationQuantiles[%d] = %v: want [quantile in 0..1, seconds > 0]", i, p)
+		}
+		if i > 0 && (p[0] <= g.DurationQuantiles[i-1][0] || p[1] < g.DurationQuantiles[i-1][1]) {
+			return fmt.Errorf("generate.durationQuantiles[%d]: quantiles and durations must increase", i)
+		}
+	}
+	if q := g.DurationQuantiles; q[0][0] != 0 || q[len(q)-1][0] != 1 {
+		return fmt.Errorf("generate.durationQuantiles must start at quantile 0 and end at 1")
+	}
+	for i, x := range g.GPUs {
+		if x.GPUs < 1 || !(x.Share >= 0) {
+			return fmt.Errorf("generate.gpus[%d]: gpus must be >= 1 and share >= 0", i)
+		}
+	}
+	return nil
+}
+
+// duration is the quantile function at u (log-linear interpolation),
+// truncated at MaxDuration.
+func (g *Generator) duration(u float64) float64 {
+	q := g.DurationQuantiles
+	i := sort.Search(len(q), func(i int) bool { return q[i][0] >= u })
+	var d float64
+	switch {
+	case i == 0:
+		d = q[0][1]
+	case i >= len(q):
+		d = q[len(q)-1][1]
+	default:
+		a, b := q[i-1], q[i]
+		f := (u - a[0]) / (b[0] - a[0])
+		d = math.Exp(math.Log(a[1]) + f*(math.Log(b[1])-math.Log(a[1])))
+	}
+	if g.MaxDuration > 0 {
+		d = math.Min(d, float64(g.MaxDuration))
+	}
+	return math.Max(1, math.Round(d))
+}
+
+func (g *Generator) meanDuration() float64 {
+	const n = 20000
+	sum := 0.0
+	for i := range n {
+		sum += g.duration((float64(i) + 0.5) / n)
+	}
+	return sum / n
+}
+
+func (g *Generator) gpuDraw(u float64) int {
+	total := 0.0
+	for _, x := range g.GPUs {
+		total += x.Share
+	}
+	acc := 0.0
+	for _, x := range g.GPUs {
+		acc += x.Share / total
+		if u < acc {
+			return x.GPUs
+		}
+	}
+	return g.GPUs[len(g.GPUs)-1].GPUs
+}
+
+func (g *Generator) meanGPUs() float64 {
+	total, sum := 0.0, 0.0
+	for _, x := range g.GPUs {
+		total += x.Share
+		sum += x.Share * float64(x.GPUs)
+	}
+	return sum / total
+}
+
+// Options returns the run options the scenario sets on top of base.
+func (s *Scenario) Options(base Options) (Options, error) {
+	o := base
+	if s.CheckpointInterval != nil {
+		o.Checkpoint = float64(*s.CheckpointInterval)
+	}
+	if r := s.Reports; r != nil {
+		o.ReportsPerRun, o.ReportMin, o.ReportMax = r.PerRun, float64(r.Min), float64(r.Max)
+	}
+	if s.Cadence != nil {
+		o.Cadence = *s.Cadence
+	}
+	if s.LAS != nil {
+		o.LAS = *s.LAS
+	}
+	if len(s.Policy) > 0 {
+		p, err := preempt.ParsePolicy(s.Policy)
+		if err != nil {
+			return o, fmt.Errorf("scenario: %w", err)
+		}
+		o.Policy = p
+	}
+	o.Deactivate = o.Deactivate || s.Deactivate
+	return o, o.validate()
+}
+
+// Resolve builds the jobs and queues. Jobs are numbered in arrival order
+// (ties: source order).
+func (s *Scenario) Resolve() (*Input, error) {
+	in := &Input{Name: s.Name, Queues: append([]Queue(nil), s.Queues...)}
+	fam := DefaultFamilies()
+	if s.Families != nil {
+		fam = *s.Families
+	}
+	var curves *CurveSet
+	if s.Curves != nil && s.Curves.Dir != "" && len(s.Jobs) == 0 {
+		var err error
+		if curves, err = LoadCurves(s.Curves.Dir); err != nil {
+			return nil, err
+		}
+		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
+			curves.Count(), curves.Dir, strings.Join(DurationClassNames, " "), classCounts(curves)))
+		for reason, n := range curves.Skipped {
+			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", n, reason))
+		}
+	}
+	switch {
+	case len(s.Jobs) > 0:
+		in.Source = "explicit jobs"
+		for i, js := range s.Jobs {
+			j, err := js.job(i)
+			if err != nil {
+				return nil, err
+			}
+			in.Jobs = append(in.Jobs, j)
+		}
+	case s.Trace != nil:
+		if err := s.fromTrace(in); err != nil {
+			return nil, err
+		}
+	default:
+		s.generate(in)
+	}
+	sort.SliceStable(in.Jobs, func(a, b int) bool { return in.Jobs[a].Arrival < in.Jobs[b].Arrival })
+	for i, j := range in.Jobs {
+		j.ID = i
+		if j.Curve == nil {
+			r := jobRNG(s.Seed, i, 2)
+			if curves != nil {
+				j.Curve = curves.Pick(j.Duration, r.float64())
+			} else {
+				j.Curve = fam.FamilyCurve(fmt.Sprintf("family-%d", i), r)
+			}
+			j.CurveName = j.Curve.Name
+		}
+	}
+	if curves == nil && len(s.Jobs) == 0 {
+		in.Notes = append(in.Notes, fmt.Sprintf("curves: built-in families (%.0f%% plateau between %.0f%% and %.0f%% of the run)",
+			100*fam.PlateauShare, 100*fam.OnsetMin, 100*fam.OnsetMax))
+	}
+	return in, nil
+}
+
+func classCounts(c *CurveSet) string {
+	var parts []string
+	for i, l := range c.Classes {
+		parts = append(parts, fmt.Sprintf("%s=%d", DurationClassNames[i], len(l)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (js JobSpec) job(i int) (*Job, error) {
+	if js.Name == "" {
+		js.Name = fmt.Sprintf("job-%d", i)
+	}
+	if js.TotalSteps == 0 {
+		js.TotalSteps = 10000
+	}
+	j := &Job{Name: js.Name, Queue: js.Queue, Arrival: float64(js.Arrival), GPUs: js.GPUs, Priority: js.Priority,
+		Duration: float64(js.Duration), TotalSteps: js.TotalSteps, Checkpoint: float64(js.CheckpointInterval)}
+	j.Curve = SimpleCurve(js.PlateauAt)
+	j.CurveName = j.Curve.Name
+	return j, j.validate()
+}
+
+// SimpleCurve is a noiseless curve: exponential with its plateau onset at
+// run fraction plateauAt, or, for plateauAt outside (0,1), a line that
+// improves until the end.
+func SimpleCurve(plateauAt float64) *Curve {
+	const points = 100
+	c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
+	vals := make([]float64, points)
+	for i := range points {
+		x := float64(i+1) / points
+		c.X = append(c.X, x)
+		if plateauAt > 0 && plateauAt < 1 {
+			vals[i] = 1 + 3*math.Exp(-expRate*x/plateauAt)
+		} else {
+			vals[i] = 4 - 3*x
+		}
+	}
+	c.V = vals
+	c.finish(vals)
+	if plateauAt > 0 && plateauAt < 1 {
+		c.Name = fmt.Sprintf("exponential(plateau %.2f)", c.Onset)
+	} else {
+		c.Name = "linear"
+	}
+	return c
+}
+
+func (s *Scenario) priorityDraw(u float64) int32 {
+	if len(s.Priorities) == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, p := range s.Priorities {
+		total += p.Share
+	}
+	acc := 0.0
+	for _, p := range s.Priorities {
+		acc += p.Share / total
+		if u < acc {
+			return p.Value
+		}
+	}
+	return s.Priorities[len(s.Priorities)-1].Value
+}
+
+func (s *Scenario) generate(in *Input) {
+	g := s.Generate
+	in.Source = fmt.Sprintf("generated: %d jobs at load %.2f", g.Jobs, g.Load)
+	capacity := in.Capacity()
+	rate := g.Load * float64(capacity) / (g.meanGPUs() * g.meanDuration()) // arrivals per second
+	r := newRNG(s.Seed)
+	t := 0.0
+	cl, _ := newCluster(in.Queues) // validated by Run; only used for the largest request a queue can hold
+	for i := range g.Jobs {
+		t += -math.Log(r.float64()) / rate
+		jr := jobRNG(s.Seed, i, 1)
+		j := &Job{
+			Name:       fmt.Sprintf("job-%05d", i),
+			Arrival:    math.Round(t),
+			Duration:   g.duration(jr.float64()),
+			GPUs:       g.gpuDraw(jr.float64()),
+			Priority:   s.priorityDraw(jr.float64()),
+			TotalSteps: 10000,
+		}
+		// Queues in proportion to their nominal quota.
+		u := jr.float64() * float64(capacity)
+		for _, q := range in.Queues {
+			j.Queue = q.Name
+			if u < float64(q.GPUs) {
+				break
+			}
+			u -= float64(q.GPUs)
+		}
+		// A job larger than its queue can ever hold is cut to what it can.
+		if cl != nil {
+			if q := cl.byName[j.Queue]; q != nil {
+				for j.GPUs > 1 && !q.everFits(j.GPUs) {
+					j.GPUs /= 2
+				}
+			}
+		}
+		in.Jobs = append(in.Jobs, j)
+	}
+}
+
+func (s *Scenario) fromTrace(in *Input) error {
+	ts := s.Trace
+	tr, err := ReadTraceFile(ts.Path, ts.Format)
+	if err != nil {
+		return err
+	}
+	jobs := tr.Jobs
+	if ts.Limit > 0 && ts.Limit < len(jobs) {
+		jobs = jobs[:ts.Limit]
+		tr.Jobs = jobs
+	}
+	st := tr.Stats()
+	in.Source = fmt.Sprintf("trace %s (%s): %d jobs over %.0f h, %.0f GPU-hours, mean demand %.0f GPUs",
+		ts.Path, ts.Format, st.Jobs, st.SpanHours, st.GPUHours, st.MeanDemand)
+	for reason, n := range tr.Skipped {
+		in.Notes = append(in.Notes, fmt.Sprintf("trace: skipped %d rows (%s)", n, reason))
+	}
+	if len(in.Queues) == 0 {
+		capacity := ts.ClusterGPUs
+		if capacity == 0 {
+			load := ts.TargetLoad
+			if load == 0 {
+				load = 0.85
+			}
+			capacity = int(math.Ceil(st.MeanDemand / load))
+			in.Notes = append(in.Notes, fmt.Sprintf("cluster: %d GPUs = mean demand %.1f GPUs / target load %.2f", capacity, st.MeanDemand, load))
+		}
+		capacity = max(capacity, st.MaxGPUs, 1)
+		in.Queues = traceQueues(tr, capacity, ts.SingleQueue)
+	}
+	known := map[string]bool{}
+	for _, q := range in.Queues {
+		known[q.Name] = true
+	}
+	for i, tj := range jobs {
+		q := tj.Group
+		if len(in.Queues) == 1 {
+			q = in.Queues[0].Name
+		}
+		if !known[q] {
+			return fmt.Errorf("%s:%d: group %q has no queue of that name", ts.Path, tj.Line, tj.Group)
+		}
+		jr := jobRNG(s.Seed, i, 1)
+		in.Jobs = append(in.Jobs, &Job{
+			Name: tj.Name, Queue: q, Arrival: tj.Arrival, GPUs: tj.GPUs, Duration: tj.Duration,
+			Priority: s.priorityDraw(jr.float64()), TotalSteps: 10000,
+		})
+	}
+	return nil
+}
+
+// traceQueues makes one ClusterQueue per trace group, nominal quota in
+// proportion to the group's GPU-hours (largest remainder), all in cohort
+// "cluster" with unlimited borrowing; or one queue for everything.
+func traceQueues(tr *Trace, capacity int, single bool) []Queue {
+	if single {
+		return []Queue{{Name: "cluster", GPUs: capacity}}
+	}
+	hours := map[string]float64{}
+	var names []string
+	total := 0.0
+	for _, j := range tr.Jobs {
+		if _, ok := hours[j.Group]; !ok {
+			names = append(names, j.Group)
+		}
+		h := float64(j.GPUs) * j.Duration
+		hours[j.Group] += h
+		total += h
+	}
+	sort.Strings(names)
+	type share struct {
+		name string
+		n    int
+		rem  float64
+	}
+	var sh []share
+	used := 0
+	for _, n := range names {
+		exact := float64(capacity) * hours[n] / total
+		k := int(math.Floor(exact))
+		sh = append(sh, share{n, k, exact - float64(k)})
+		used += k
+	}
+	order := make([]int, len(sh))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sh[order[a]].rem > sh[order[b]].rem })
+	for i := 0; used < capacity; i = (i + 1) % len(order) {
+		sh[order[i]].n++
+		used++
+	}
+	var qs []Queue
+	for _, s := range sh {
+		qs = append(qs, Queue{Name: s.name, GPUs: s.n, Cohort: "cluster"})
+	}
+	return qs
+}
