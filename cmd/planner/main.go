@@ -24,6 +24,8 @@ func newRootCmd() *cobra.Command {
 		newBacktestCmd(),
 		newForecastCmd(),
 		newSimulateCmd(),
+		newRunCmd(),
+		newReplayCmd(),
 	)
 	return root
 }

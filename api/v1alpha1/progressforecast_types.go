@@ -1,0 +1,262 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition types of a ProgressForecast.
+const (
+	// ConditionObjectiveValid is False when the TrainJob's objective
+	// annotation is invalid (the planner then uses the default objective).
+	ConditionObjectiveValid = "ObjectiveValid"
+	// ConditionWorkloadFound is True when the TrainJob has exactly one live
+	// Kueue Workload controlled by it.
+	ConditionWorkloadFound = "WorkloadFound"
+	// ConditionEnforcing is True when the planner writes the Workload's
+	// priority boost (and applies stop actions). False says why not: the
+	// policy's advise mode, another writer owning the annotation, no
+	// Workload, or no Kueue.
+	ConditionEnforcing = "Enforcing"
+	// ConditionHistoryValid is False when the stored history could not be
+	// decoded (the planner then starts a new one).
+	ConditionHistoryValid = "HistoryValid"
+)
+
+// Objective sources (ProgressForecastStatus.ObjectiveSource).
+const (
+	ObjectiveFromAnnotation = "annotation"
+	ObjectiveDefault        = "default"
+)
+
+// ProgressForecastSpec names the TrainJob a ProgressForecast is about. The
+// planner creates and owns ProgressForecasts; users do not write them.
+type ProgressForecastSpec struct {
+	// trainJobName is the TrainJob, in the same namespace, this forecast is
+	// about. The ProgressForecast is owned by (and named like) it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	TrainJobName string `json:"trainJobName"`
+}
+
+// ForecastSummary is the latest forecast in a form for people and printer
+// columns. Numbers that are not integers are decimal strings with four
+// significant digits, durations are Go-style strings ("2h10m", "45s"), and
+// shares are percentages ("45.2%"): the CRD carries no floating-point fields
+// (see docs/controller.md). The full forecast can be recomputed from the
+// stored history (`planner forecast`).
+type ForecastSummary struct {
+	// time is the instant the forecast was made for (planner clock).
+	Time metav1.Time `json:"time"`
+	// reports is the number of accepted reports in the history.
+	Reports int32 `json:"reports"`
+	// objectivePoints is the number of distinct objective observations the
+	// curve fit used.
+	// +optional
+	ObjectivePoints int32 `json:"objectivePoints,omitempty"`
+	// segments is 1 + the number of restarts (resumes from checkpoint) seen.
+	// +optional
+	Segments int32 `json:"segments,omitempty"`
+	// progress is the planner's progress measure: step over total steps
+	// from the job's counters, else the reported percentage.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+	// step is "STEP/TOTAL" (or "STEP" without a total).
+	// +optional
+	Step string `json:"step,omitempty"`
+	// eta is the planner's own estimate of the remaining run time; empty
+	// when unknown (notes say why).
+	// +optional
+	ETA string `json:"eta,omitempty"`
+	// etaRange is the prediction interval of eta ("1h50m-2h40m").
+	// +optional
+	ETARange string `json:"etaRange,omitempty"`
+	// reportedETA is what the job itself claims (untrusted).
+	// +optional
+	ReportedETA string `json:"reportedETA,omitempty"`
+	// current is the latest value of the objective metric.
+	// +optional
+	Current string `json:"current,omitempty"`
+	// best is the best objective value so far.
+	// +optional
+	Best string `json:"best,omitempty"`
+	// predicted is the objective's predicted value at the planned end.
+	// +optional
+	Predicted string `json:"predicted,omitempty"`
+	// predictedRange is the prediction interval of predicted.
+	// +optional
+	PredictedRange string `json:"predictedRange,omitempty"`
+	// plateauProbability is the probability that the job will improve by
+	// less than 1% of its gain so far before its planned end.
+	// +optional
+	PlateauProbability string `json:"plateauProbability,omitempty"`
+	// relativeRemaining is the expected remaining improvement as a share of
+	// the improvement so far.
+	// +optional
+	RelativeRemaining string `json:"relativeRemaining,omitempty"`
+	// diverging is the forecast's divergence call.
+	// +optional
+	Diverging bool `json:"diverging,omitempty"`
+	// hung is the forecast's hang call.
+	// +optional
+	Hung bool `json:"hung,omitempty"`
+	// confidence in [0,1] of the curve forecast.
+	// +optional
+	Confidence string `json:"confidence,omitempty"`
+	// integrity lists findings about the job's own progress claims.
+	// +optional
+	// +listType=atomic
+	Integrity []string `json:"integrity,omitempty"`
+	// notes explain unknowns and the divergence or hang call.
+	// +optional
+	// +listType=atomic
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ProgressForecastStatus is written by the planner only.
+type ProgressForecastStatus struct {
+	// revision counts the planner's writes of this status. A planner uses
+	// it to tell its own stale cache from a write by another planner
+	// instance (after a leader change).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+
+	// objective the planner forecasts, as "METRIC,minimize|maximize[,target=X]".
+	// +optional
+	Objective string `json:"objective,omitempty"`
+	// objectiveSource is "annotation" (the TrainJob's
+	// planner.progress.io/objective annotation) or "default" (eval_loss
+	// when reported, else loss, minimized).
+	// +optional
+	ObjectiveSource string `json:"objectiveSource,omitempty"`
+
+	// observations counts the trainerStatus changes the planner observed
+	// (accepted or refused).
+	// +optional
+	Observations int64 `json:"observations,omitempty"`
+	// lastObservedTime is the planner's time of the latest observation.
+	// +optional
+	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
+	// lastReportTime is trainerStatus.lastUpdatedTime of the latest
+	// observation (the job's clock; untrusted).
+	// +optional
+	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
+	// observedStatusHash fingerprints the trainerStatus last observed, so
+	// that a restarted planner does not count it again.
+	// +optional
+	ObservedStatusHash string `json:"observedStatusHash,omitempty"`
+	// rejections counts refused reports and values by reason (see
+	// docs/architecture.md, "Untrusted input").
+	// +optional
+	Rejections map[string]int32 `json:"rejections,omitempty"`
+	// lastRejection describes the latest refused value.
+	// +optional
+	LastRejection string `json:"lastRejection,omitempty"`
+
+	// workload is the name of the TrainJob's Kueue Workload.
+	// +optional
+	Workload string `json:"workload,omitempty"`
+	// clusterQueue is the Workload's ClusterQueue.
+	// +optional
+	ClusterQueue string `json:"clusterQueue,omitempty"`
+
+	// verdict of the latest decision (Unknown, Warming, Progressing,
+	// Plateaued, Diverging, Hung, NearDone, Untrusted).
+	// +optional
+	Verdict string `json:"verdict,omitempty"`
+	// boost is the kueue.x-k8s.io/priority-boost value the planner has
+	// written to the Workload (0 when it wrote none, or removed its own).
+	// +optional
+	Boost int32 `json:"boost,omitempty"`
+	// advisedBoost is the boost the policy decided, whatever the mode.
+	// +optional
+	AdvisedBoost int32 `json:"advisedBoost,omitempty"`
+	// mode is "enforce", "advise" (the policy's mode for this job) or
+	// "advise-only" (enforce by policy, but the planner does not write:
+	// adviseOnly says why).
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// adviseOnly says why the planner does not write the Workload although
+	// the policy enforces (another writer owns the annotation, no Workload,
+	// no Kueue). Empty when it enforces.
+	// +optional
+	AdviseOnly string `json:"adviseOnly,omitempty"`
+	// reason is the policy's one-line explanation of the latest decision.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// boostChangedTime is when the planner last changed the Workload's
+	// boost.
+	// +optional
+	BoostChangedTime *metav1.Time `json:"boostChangedTime,omitempty"`
+	// lastPlannerEvictionTime is when the Workload was last evicted while
+	// the planner's negative boost or stop action was in effect.
+	// +optional
+	LastPlannerEvictionTime *metav1.Time `json:"lastPlannerEvictionTime,omitempty"`
+	// deactivatedTime is when the planner set the Workload's
+	// spec.active=false (the policy's Deactivate action).
+	// +optional
+	DeactivatedTime *metav1.Time `json:"deactivatedTime,omitempty"`
+
+	// forecast summarizes the latest forecast.
+	// +optional
+	Forecast *ForecastSummary `json:"forecast,omitempty"`
+	// decision is the latest preempt.Decision as JSON (docs/policy.md,
+	// "Decision fields"): the state the next decision needs.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Decision *runtime.RawExtension `json:"decision,omitempty"`
+	// history is the job's bounded progress history in the compact
+	// columnar encoding of pkg/forecast (History.MarshalJSON). It survives
+	// planner restarts here.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	History *runtime.RawExtension `json:"history,omitempty"`
+
+	// conditions: ObjectiveValid, WorkloadFound, Enforcing, HistoryValid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ProgressForecast is the planner's forecast and decision for one TrainJob.
+// The planner creates one per tracked TrainJob, owned by it (deleted with
+// it), and writes only its status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pf,categories=planner
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.forecast.progress`,description="Progress from the job's step counters"
+// +kubebuilder:printcolumn:name="ETA",type=string,JSONPath=`.status.forecast.eta`,description="The planner's estimate of the remaining run time"
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`,description="The policy's verdict"
+// +kubebuilder:printcolumn:name="Boost",type=integer,JSONPath=`.status.boost`,description="Priority boost written to the Workload"
+// +kubebuilder:printcolumn:name="Metric",type=string,JSONPath=`.status.forecast.current`,description="Latest value of the objective metric"
+// +kubebuilder:printcolumn:name="Predicted",type=string,JSONPath=`.status.forecast.predicted`,description="Predicted objective value at the planned end"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Objective",type=string,JSONPath=`.status.objective`,priority=1
+// +kubebuilder:printcolumn:name="Advised",type=integer,JSONPath=`.status.advisedBoost`,priority=1,description="Boost the policy decided, whatever the mode"
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`,priority=1
+// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.workload`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+type ProgressForecast struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProgressForecastSpec   `json:"spec"`
+	Status ProgressForecastStatus `json:"status,omitempty"`
+}
+
+// ProgressForecastList is a list of ProgressForecasts.
+//
+// +kubebuilder:object:root=true
+type ProgressForecastList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProgressForecast `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ProgressForecast{}, &ProgressForecastList{})
+}

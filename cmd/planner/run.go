@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/progress-planner/planner/pkg/kueueext"
+)
+
+type runFlags struct {
+	config      string
+	kubeconfig  string
+	context     string
+	logFormat   string
+	verbosity   int
+	printConfig bool
+}
+
+func newRunCmd() *cobra.Command {
+	var fl runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controller: forecast TrainJobs and set Kueue priority boosts",
+		Long: `Run starts the Progress Planner controller. It watches Kubeflow Trainer v2
+TrainJobs and their Kueue Workloads, keeps a ProgressForecast per TrainJob
+(kubectl get pf), and applies the decision policy by writing only the
+Workload annotation kueue.x-k8s.io/priority-boost.
+
+--config names the component config file (kind PlannerConfiguration): leader
+election, metrics and health endpoints, the forecast rate limit, and the
+decision policy. Every field is optional; --print-config prints the
+effective config (defaults filled in) and exits. An invalid config is
+refused with the field and the rule it breaks.
+
+Missing Trainer, Kueue or ProgressForecast CRDs are logged and reported
+(metric planner_api_available); the controller keeps running and starts
+its watches when they appear.
+
+docs/controller.md describes everything in detail.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runController(cmd, fl) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.config, "config", "", "component config file (PlannerConfiguration YAML); defaults when absent")
+	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	f.StringVar(&fl.context, "context", "", "kubeconfig context to use")
+	f.StringVar(&fl.logFormat, "log-format", "json", "log format: json or text")
+	f.IntVarP(&fl.verbosity, "v", "v", 0, "log verbosity (0: info; higher: more detail)")
+	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective config and exit")
+	return cmd
+}
+
+func runController(cmd *cobra.Command, fl runFlags) error {
+	if fl.logFormat != "json" && fl.logFormat != "text" {
+		return usageErrorf("--log-format %q: want json or text", fl.logFormat)
+	}
+	cfg := kueueext.DefaultConfig()
+	if fl.config != "" {
+		c, err := kueueext.LoadConfig(fl.config)
+		if err != nil {
+			return err
+		}
+		cfg = c
+	}
+	if fl.printConfig {
+		b, err := cfg.YAML()
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(b)
+		return err
+	}
+	logger := newLogger(fl.logFormat, fl.verbosity)
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	rc, err := restConfig(fl.kubeconfig, fl.context)
+	if err != nil {
+		return err
+	}
+	mgr, err := kueueext.NewManager(rc, cfg)
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if _, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg}); err != nil {
+		return fmt.Errorf("set up the planner: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger.Info("starting", "version", version, "config", fl.config,
+		"leaderElection", cfg.LeaderElection.Enabled, "mode", cfg.Policy.Mode)
+	return mgr.Start(ctx)
+}
+
+func newLogger(format string, verbosity int) logr.Logger {
+	opts := &slog.HandlerOptions{Level: slog.Level(-verbosity)}
+	var h slog.Handler
+	if format == "text" {
+		h = slog.NewTextHandler(os.Stderr, opts)
+	} else {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	return logr.FromSlogHandler(h)
+}
+
+// restConfig loads a client config: --kubeconfig (and --context) when
+// given, else controller-runtime's defaults ($KUBECONFIG, in-cluster,
+// ~/.kube/config).
+func restConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := ctrlconfig.GetConfigWithContext(kubeContext)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		return rc, nil
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubeContext}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
+}

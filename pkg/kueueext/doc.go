@@ -1,0 +1,30 @@
+// Package kueueext is Progress Planner's controller: it watches Kubeflow
+// Trainer v2 TrainJobs (trainer.kubeflow.org/v1alpha1) and their Kueue
+// Workloads (kueue.x-k8s.io/v1beta2), folds every change of a TrainJob's
+// status.trainerStatus into the job's bounded history, forecasts it with
+// pkg/forecast, decides with pkg/preempt, and applies the decision: it
+// writes only the Workload annotation kueue.x-k8s.io/priority-boost (server-side
+// apply, field manager "progress-planner"), wakes waiting Workloads after
+// lowering an admitted one, and, where the policy says so, deactivates a
+// stalled Workload. Each tracked TrainJob gets a ProgressForecast
+// (planner.progress.io/v1alpha1) owned by it, whose status holds the history,
+// the latest forecast and the decision, so that the planner's state survives
+// restarts.
+//
+// Files by responsibility:
+//
+//	names.go              annotation, label and field-manager names
+//	config.go             the component config file (PlannerConfiguration)
+//	objective.go          the planner.progress.io/objective annotation
+//	workload.go           finding the Workload, facts, boost ownership, actuation
+//	schedule.go           the per-job forecast rate limit
+//	summary.go            Trainer status conversion, ForecastSummary
+//	metrics.go            Prometheus collectors (planner_*)
+//	crds.go               waiting for the Trainer, Kueue and planner CRDs
+//	trainjob_controller.go the reconciler
+//	setup.go              scheme, manager and controller wiring
+//	replay.go             `planner replay`: drive a TrainJob's status from a history file
+//
+// docs/controller.md documents the behaviour, annotations, metrics and
+// configuration.
+package kueueext

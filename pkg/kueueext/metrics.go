@@ -1,0 +1,79 @@
+package kueueext
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Prometheus collectors, registered once with controller-runtime's
+// registry (served on the manager's metrics endpoint). Labels never carry
+// job names: the cardinality is bounded by the number of reasons,
+// verdicts and outcomes.
+var (
+	metricObservations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_observations_total",
+		Help: "trainerStatus changes observed, by outcome (accepted: folded into the history; refused: rejected as a whole).",
+	}, []string{"outcome"})
+	metricRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_rejections_total",
+		Help: "Refused reports and values in observed trainerStatus, by reason.",
+	}, []string{"reason"})
+	metricForecasts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_forecasts_total",
+		Help: "Forecasts made, by trigger (first, urgent, deadline, reports, idle).",
+	}, []string{"trigger"})
+	metricFitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "planner_fit_duration_seconds",
+		Help:    "Duration of forecast.Fit for one job.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+	metricDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_decisions_total",
+		Help: "Decisions made, by verdict.",
+	}, []string{"verdict"})
+	metricBoostChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_boost_changes_total",
+		Help: "Priority-boost annotations written to Workloads, by direction (raise, lower).",
+	}, []string{"direction"})
+	metricDeactivations = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_deactivations_total",
+		Help: "Workloads the planner deactivated (spec.active=false) by the policy's stop action.",
+	})
+	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_nudges_total",
+		Help: "Waiting Workloads woken after the planner lowered an admitted Workload's boost.",
+	})
+	metricAdviseOnly = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_advise_only_total",
+		Help: "Times a job went advise-only although the policy enforces, by cause (foreign-owner, no-workload, duplicate-workloads, no-kueue).",
+	}, []string{"cause"})
+	metricReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "planner_reconcile_duration_seconds",
+		Help:    "Duration of one TrainJob reconcile, by result (ok, error).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	}, []string{"result"})
+	metricTrackedJobs = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "planner_tracked_jobs",
+		Help: "TrainJobs whose history the planner holds in memory.",
+	})
+	metricAPIAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "planner_api_available",
+		Help: "1 when the API the planner needs is served (trainjobs, workloads, progressforecasts), else 0.",
+	}, []string{"resource"})
+)
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the planner's collectors with
+// controller-runtime's metrics registry; it is idempotent.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		ctrlmetrics.Registry.MustRegister(
+			metricObservations, metricRejections, metricForecasts, metricFitDuration,
+			metricDecisions, metricBoostChanges, metricDeactivations, metricNudges,
+			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
+		)
+	})
+}

@@ -1,0 +1,114 @@
+package kueueext
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// maxObjectiveAnnotation bounds the annotation value the planner parses.
+const maxObjectiveAnnotation = 256
+
+// counterMetrics are progress counters, never objectives.
+var counterMetrics = map[string]bool{
+	"current_step": true, "total_steps": true, "max_steps": true, "step": true, "global_step": true,
+	"current_epoch": true, "total_epochs": true, "epoch": true,
+}
+
+// ObjectiveChoice is the objective the planner forecasts a job with.
+type ObjectiveChoice struct {
+	// Objective is valid when Known.
+	Objective forecast.Objective
+	// Known is false when the job names no valid objective and reports
+	// neither eval_loss nor loss (yet).
+	Known bool
+	// Source is v1alpha1.ObjectiveFromAnnotation or ObjectiveDefault ("" when
+	// not Known).
+	Source string
+	// Err is set when the annotation is present but invalid; the choice
+	// then falls back to the default.
+	Err error
+	// Annotation is the raw annotation value ("" when absent).
+	Annotation string
+}
+
+// ParseObjectiveAnnotation validates the planner.progress.io/objective
+// annotation: "METRIC[,minimize|maximize][,target=X]". The metric name is
+// canonicalized the way reports are ("evalLoss" is "eval_loss"); progress
+// counters (current_step, epoch, ...) are not objectives.
+func ParseObjectiveAnnotation(value string) (forecast.Objective, error) {
+	if len(value) > maxObjectiveAnnotation {
+		return forecast.Objective{}, fmt.Errorf("annotation %s is %d bytes long (limit %d)", AnnotationObjective, len(value), maxObjectiveAnnotation)
+	}
+	o, err := forecast.ParseObjective(value)
+	if err != nil {
+		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %w (want METRIC[,minimize|maximize][,target=X], e.g. \"eval_accuracy,maximize,target=0.9\")",
+			AnnotationObjective, value, err)
+	}
+	if len(o.Metric) > 128 || strings.ContainsAny(o.Metric, " \t\n\"'=") {
+		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %q is not a metric name", AnnotationObjective, value, o.Metric)
+	}
+	o.Metric = forecast.CanonicalMetric(o.Metric)
+	if counterMetrics[o.Metric] {
+		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %q is a progress counter, not an objective metric", AnnotationObjective, value, o.Metric)
+	}
+	return o, nil
+}
+
+// ResolveObjective picks a job's objective: the annotation when present
+// and valid, else the default (eval_loss when the job reports it, else
+// loss, minimized; forecast.DefaultObjective). h may be nil.
+func ResolveObjective(annotations map[string]string, h *forecast.History) ObjectiveChoice {
+	var c ObjectiveChoice
+	if v, ok := annotations[AnnotationObjective]; ok {
+		c.Annotation = v
+		o, err := ParseObjectiveAnnotation(v)
+		if err == nil {
+			c.Objective, c.Known, c.Source = o, true, v1alpha1.ObjectiveFromAnnotation
+			return c
+		}
+		c.Err = err
+	}
+	if h != nil {
+		if o, ok := forecast.DefaultObjective(h); ok {
+			c.Objective, c.Known, c.Source = o, true, v1alpha1.ObjectiveDefault
+		}
+	}
+	return c
+}
+
+// KeepMetrics is the metric the history must keep whatever else the job
+// reports: the annotation's metric when it is valid.
+func KeepMetrics(annotations map[string]string) []string {
+	if v, ok := annotations[AnnotationObjective]; ok {
+		if o, err := ParseObjectiveAnnotation(v); err == nil {
+			return []string{o.Metric}
+		}
+	}
+	return nil
+}
+
+// ParseStopOptIn reads the planner.progress.io/stop-when-stalled
+// annotation: absent is false; "true"/"false" (any strconv.ParseBool
+// spelling); anything else is false with an error.
+func ParseStopOptIn(annotations map[string]string) (bool, error) {
+	v, ok := annotations[AnnotationStopOptIn]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("annotation %s=%q is not a boolean (want \"true\" or \"false\"); treated as false", AnnotationStopOptIn, truncateString(v, 64))
+	}
+	return b, nil
+}
+
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,121 @@
+package kueueext
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+func TestParseObjectiveAnnotation(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string // Objective.String(); "" = error
+		wantErr string
+	}{
+		{"eval_loss", "eval_loss,minimize", ""},
+		{"eval_accuracy,maximize", "eval_accuracy,maximize", ""},
+		{" eval_accuracy , maximize , target=0.9 ", "eval_accuracy,maximize,target=0.9", ""},
+		{"evalLoss,minimize,target=1.5", "eval_loss,minimize,target=1.5", ""},
+		{"bleu,maximize,target=30", "bleu,maximize,target=30", ""},
+		{"", "", "metric name is empty"},
+		{"loss,up", "", "unknown part"},
+		{"loss,target=abc", "", "target"},
+		{"loss,target=NaN", "", "not finite"},
+		{"current_step", "", "progress counter"},
+		{"currentEpoch,maximize", "", "progress counter"},
+		{"eval loss", "", "not a metric name"},
+		{strings.Repeat("x", 300), "", "bytes long"},
+	}
+	for _, tt := range tests {
+		o, err := ParseObjectiveAnnotation(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: err %v, want one mentioning %q", tt.in, err, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), AnnotationObjective) {
+				t.Errorf("%q: error %q does not name the annotation", tt.in, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.in, err)
+			continue
+		}
+		if got := o.String(); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func historyWith(metrics ...string) *forecast.History {
+	h := forecast.NewHistory(forecast.Limits{})
+	var ms []forecast.MetricValue
+	for _, m := range metrics {
+		ms = append(ms, forecast.MetricValue{Name: m, Value: "1.5"})
+	}
+	h.Observe(1, forecast.TrainerStatus{Metrics: ms})
+	return h
+}
+
+func TestResolveObjective(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		h           *forecast.History
+		want        string
+		source      string
+		wantErr     bool
+	}{
+		{"default eval_loss", nil, historyWith("loss", "eval_loss"), "eval_loss,minimize", v1alpha1.ObjectiveDefault, false},
+		{"default loss", nil, historyWith("loss", "grad_norm"), "loss,minimize", v1alpha1.ObjectiveDefault, false},
+		{"none yet", nil, historyWith("accuracy"), "", "", false},
+		{"nil history", nil, nil, "", "", false},
+		{"annotation", map[string]string{AnnotationObjective: "accuracy,maximize"}, historyWith("loss"), "accuracy,maximize", v1alpha1.ObjectiveFromAnnotation, false},
+		{"annotation before reports", map[string]string{AnnotationObjective: "accuracy,maximize"}, nil, "accuracy,maximize", v1alpha1.ObjectiveFromAnnotation, false},
+		{"invalid annotation falls back", map[string]string{AnnotationObjective: "accuracy,bigger"}, historyWith("loss"), "loss,minimize", v1alpha1.ObjectiveDefault, true},
+		{"invalid annotation, nothing to fall back to", map[string]string{AnnotationObjective: ","}, historyWith("accuracy"), "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ResolveObjective(tt.annotations, tt.h)
+			got := ""
+			if c.Known {
+				got = c.Objective.String()
+			}
+			if got != tt.want || c.Source != tt.source || (c.Err != nil) != tt.wantErr {
+				t.Errorf("got %q source %q err %v; want %q source %q err %v", got, c.Source, c.Err, tt.want, tt.source, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestKeepMetrics(t *testing.T) {
+	if got := KeepMetrics(map[string]string{AnnotationObjective: "evalBleu,maximize"}); len(got) != 1 || got[0] != "eval_bleu" {
+		t.Errorf("got %v", got)
+	}
+	if got := KeepMetrics(map[string]string{AnnotationObjective: "x,y"}); got != nil {
+		t.Errorf("invalid annotation: got %v", got)
+	}
+}
+
+func TestParseStopOptIn(t *testing.T) {
+	tests := []struct {
+		ann     map[string]string
+		want    bool
+		wantErr bool
+	}{
+		{nil, false, false},
+		{map[string]string{AnnotationStopOptIn: "true"}, true, false},
+		{map[string]string{AnnotationStopOptIn: " True "}, true, false},
+		{map[string]string{AnnotationStopOptIn: "false"}, false, false},
+		{map[string]string{AnnotationStopOptIn: "yes please"}, false, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseStopOptIn(tt.ann)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("%v: got %v, %v", tt.ann, got, err)
+		}
+	}
+}

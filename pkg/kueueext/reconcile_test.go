@@ -1,0 +1,628 @@
+package kueueext
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/examples"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/preempt"
+)
+
+// These tests drive the reconciler against controller-runtime's fake client
+// (server-side apply and managedFields included): the control flow of
+// observe → forecast → decide → actuate → persist, fast and without a
+// control plane. Kueue's reaction to the boost (eviction, admission) is in
+// the e2e suite (test/e2e, real control plane).
+
+type recordedEvent struct {
+	kind, name, typ, reason, note string
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []recordedEvent
+}
+
+func (l *eventLog) Eventf(regarding, _ runtime.Object, typ, reason, _, note string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kind := fmt.Sprintf("%T", regarding)
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	l.events = append(l.events, recordedEvent{kind, name, typ, reason, fmt.Sprintf(note, args...)})
+}
+
+func (l *eventLog) byReason(reason string) []recordedEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []recordedEvent
+	for _, e := range l.events {
+		if e.reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var _ events.EventRecorder = (*eventLog)(nil)
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Policy.Evidence.MinAge = preempt.Dur(0)
+	c.Policy.Stability.MinDwell = preempt.Dur(0)
+	return c
+}
+
+type fixture struct {
+	t     *testing.T
+	c     client.Client
+	ot    clienttesting.ObjectTracker
+	clock *clocktesting.FakeClock
+	rec   *TrainJobReconciler
+	ev    *eventLog
+	cfg   Config
+}
+
+const ns = "team"
+
+func newFixture(t *testing.T, cfg Config, objs ...client.Object) *fixture {
+	t.Helper()
+	// A plain object tracker keeps managedFields as written; server-side
+	// apply of the boost annotation is emulated by applyWorkload.
+	scheme := NewScheme()
+	ot := clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithObjectTracker(ot).
+		WithStatusSubresource(&trainer.TrainJob{}, &kueue.Workload{}, &v1alpha1.ProgressForecast{}).
+		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			return applyWorkload(ctx, c, ot, obj, opts...)
+		}}).
+		WithReturnManagedFields().
+		WithObjects(objs...).Build()
+	f := &fixture{t: t, c: c, ot: ot, clock: clocktesting.NewFakeClock(t0), ev: &eventLog{}, cfg: cfg}
+	f.rec = f.newReconciler()
+	return f
+}
+
+// applyWorkload emulates server-side apply of a Workload apply
+// configuration that carries at most the priority-boost annotation, as the
+// planner sends it: uid and resourceVersion preconditions, conflicts with
+// other owners of the annotation unless forced, ownership recorded in
+// managedFields, and removal of the annotation when its only owner stops
+// applying it.
+func applyWorkload(ctx context.Context, c client.WithWatch, ot clienttesting.ObjectTracker, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	uc, ok := obj.(interface{ UnstructuredContent() map[string]any })
+	if !ok {
+		return fmt.Errorf("test apply: unsupported %T", obj)
+	}
+	u := &unstructured.Unstructured{Object: uc.UnstructuredContent()}
+	if u.GetKind() != "Workload" {
+		return fmt.Errorf("test apply: unsupported kind %q", u.GetKind())
+	}
+	ao := &client.ApplyOptions{}
+	ao.ApplyOptions(opts)
+	gr := schema.GroupResource{Group: kueue.GroupVersion.Group, Resource: "workloads"}
+	var wl kueue.Workload
+	if err := c.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, &wl); err != nil {
+		if apierrors.IsNotFound(err) && u.GetUID() != "" {
+			return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("uid mismatch"))
+		}
+		return err
+	}
+	if uid := u.GetUID(); uid != "" && uid != wl.UID {
+		return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("uid mismatch"))
+	}
+	if rv := u.GetResourceVersion(); rv != "" && rv != wl.ResourceVersion {
+		return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("resourceVersion mismatch"))
+	}
+	val, set := u.GetAnnotations()[AnnotationPriorityBoost]
+	var kept []metav1.ManagedFieldsEntry
+	othersOwn := false
+	for _, e := range wl.ManagedFields {
+		if e.Manager == ao.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			continue
+		}
+		if e.FieldsV1 != nil && ownsAnnotation(e.FieldsV1.Raw, AnnotationPriorityBoost) {
+			if set && wl.Annotations[AnnotationPriorityBoost] != val && !ptr.Deref(ao.Force, false) {
+				return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Apply failed with 1 conflict: conflict with %q: .metadata.annotations", e.Manager))
+			}
+			if set && ptr.Deref(ao.Force, false) {
+				continue
+			}
+			othersOwn = true
+		}
+		kept = append(kept, e)
+	}
+	if set {
+		if wl.Annotations == nil {
+			wl.Annotations = map[string]string{}
+		}
+		wl.Annotations[AnnotationPriorityBoost] = val
+		kept = append(kept, mf(ao.FieldManager, metav1.ManagedFieldsOperationApply, "", boostFields))
+	} else if !othersOwn {
+		delete(wl.Annotations, AnnotationPriorityBoost)
+	}
+	if err := c.Update(ctx, &wl); err != nil {
+		return err
+	}
+	return setManagedFields(ot, &wl, kept)
+}
+
+var workloadsGVR = kueue.GroupVersion.WithResource("workloads")
+
+// setManagedFields writes managedFields through the tracker (the fake
+// client's Update keeps the stored ones).
+func setManagedFields(ot clienttesting.ObjectTracker, wl *kueue.Workload, entries []metav1.ManagedFieldsEntry) error {
+	o, err := ot.Get(workloadsGVR, wl.Namespace, wl.Name)
+	if err != nil {
+		return err
+	}
+	stored := o.(*kueue.Workload).DeepCopy()
+	stored.ManagedFields = entries
+	return ot.Update(workloadsGVR, stored, wl.Namespace)
+}
+
+func (f *fixture) newReconciler() *TrainJobReconciler {
+	r := newTrainJobReconciler(f.c, f.c, f.ev, f.clock, f.cfg, forecast.DefaultSettings())
+	r.SetKueueAvailable(true)
+	return r
+}
+
+func (f *fixture) reconcile(name string) reconcile.Result {
+	f.t.Helper()
+	res, err := f.rec.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		f.t.Fatalf("reconcile %s: %v", name, err)
+	}
+	return res
+}
+
+func (f *fixture) setStatus(name string, s forecast.TrainerStatus) {
+	f.t.Helper()
+	var tj trainer.TrainJob
+	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &tj); err != nil {
+		f.t.Fatal(err)
+	}
+	ts := FromForecastStatus(s, f.clock.Now())
+	tj.Status.TrainerStatus = &ts
+	if err := f.c.Status().Update(context.Background(), &tj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) pf(name string) *v1alpha1.ProgressForecast {
+	f.t.Helper()
+	var pf v1alpha1.ProgressForecast
+	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &pf); err != nil {
+		f.t.Fatal(err)
+	}
+	return &pf
+}
+
+func (f *fixture) workload(name string) *kueue.Workload {
+	f.t.Helper()
+	var wl kueue.Workload
+	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &wl); err != nil {
+		f.t.Fatal(err)
+	}
+	return &wl
+}
+
+func trainJob(name string, uid types.UID, annotations map[string]string) *trainer.TrainJob {
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid, Annotations: annotations}}
+}
+
+func workloadFor(name string, tj *trainer.TrainJob, admitted bool) *kueue.Workload {
+	wl := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns, UID: types.UID(name + "-uid"),
+			Labels: map[string]string{LabelJobUID: string(tj.UID)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
+				Name: tj.Name, UID: tj.UID, Controller: ptr.To(true)}},
+			CreationTimestamp: metav1.NewTime(t0),
+		},
+		Spec: kueue.WorkloadSpec{
+			QueueName: "lq", Priority: ptr.To[int32](0),
+			PodSets: []kueue.PodSet{{Name: "node", Count: 8, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{gpuContainer("trainer", 1, 1)}}}}},
+		},
+	}
+	if admitted {
+		wl.Status.Conditions = []metav1.Condition{
+			cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", t0),
+			cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, "Admitted", t0),
+		}
+		wl.Status.Admission = &kueue.Admission{ClusterQueue: "cq"}
+	}
+	return wl
+}
+
+func localQueue() *kueue.LocalQueue {
+	return &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
+}
+
+func exampleHistory(t *testing.T, name string) *forecast.HistoryFile {
+	t.Helper()
+	b, err := fs.ReadFile(examples.FS, examples.Dir+"/"+name+".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf, err := forecast.ReadHistoryFile(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hf
+}
+
+// replayInto feeds reports [from, to) at their recorded times and
+// reconciles after each.
+func (f *fixture) replayInto(name string, reports []forecast.FileReport) {
+	f.t.Helper()
+	for _, r := range reports {
+		f.clock.SetTime(t0.Add(time.Duration(r.T * float64(time.Second))))
+		f.setStatus(name, r.TrainerStatus)
+		f.reconcile(name)
+	}
+}
+
+func TestReconcilePlateauYields(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	b := trainJob("b", "b-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	wlB := workloadFor("trainjob-b-00002", b, false)
+	f := newFixture(t, testConfig(), a, b, wlA, wlB, localQueue())
+
+	hf := exampleHistory(t, "synth__early-plateau")
+	n := len(hf.Reports) * 7 / 10
+	f.replayInto("a", hf.Reports[:n])
+
+	pf := f.pf("a")
+	st := pf.Status
+	if st.Verdict != string(preempt.Plateaued) {
+		t.Fatalf("verdict %q after %d reports, want Plateaued; reason: %s", st.Verdict, n, st.Reason)
+	}
+	if st.Boost != -100 || st.AdvisedBoost != -100 || st.Mode != "enforce" || st.Workload != wlA.Name || st.ClusterQueue != "cq" {
+		t.Errorf("status boost %d advised %d mode %q workload %q cq %q", st.Boost, st.AdvisedBoost, st.Mode, st.Workload, st.ClusterQueue)
+	}
+	if got := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; got != "-100" {
+		t.Errorf("A's boost annotation %q, want -100", got)
+	}
+	if !PlannerOwnsBoost(f.workload(wlA.Name).ManagedFields) {
+		t.Error("the planner does not own A's boost annotation")
+	}
+	// B waits in the same ClusterQueue: woken by re-spelling its boost.
+	if got, ok := f.workload(wlB.Name).Annotations[AnnotationPriorityBoost]; !ok || got != "0" {
+		t.Errorf("B's boost annotation %q (set %v), want the nudge value 0", got, ok)
+	}
+	if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 2 || !strings.Contains(ev[0].note, "priority boost -100 (was +0)") ||
+		!strings.Contains(ev[0].note, "woke 1 waiting Workload") {
+		t.Errorf("boost events %+v", ev)
+	}
+	if ev := f.ev.byReason(string(preempt.Plateaued)); len(ev) != 1 || ev[0].name != "a" {
+		t.Errorf("verdict events %+v", ev)
+	}
+	if st.Observations != int64(n) || st.Forecast == nil || st.Forecast.Reports == 0 || st.History == nil || st.Decision == nil {
+		t.Errorf("observations %d forecast %+v history %v decision %v", st.Observations, st.Forecast, st.History != nil, st.Decision != nil)
+	}
+	// Rate limit: far fewer forecasts than reports (one per 30s of a
+	// report every ~10s), visible in the decision history of the status.
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionEnforcing); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Enforcing condition %+v", c)
+	}
+
+	// The history survives a restart: a new reconciler restores it.
+	var stored preempt.Decision
+	if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	f.rec = f.newReconciler()
+	f.replayInto("a", hf.Reports[n:n+1])
+	pf2 := f.pf("a")
+	if pf2.Status.Observations != int64(n+1) {
+		t.Errorf("after restart: %d observations, want %d", pf2.Status.Observations, n+1)
+	}
+	h, err := forecast.UnmarshalHistory(pf2.Status.History.Raw, forecast.DefaultLimits())
+	if err != nil || h.Len() < n/2 {
+		t.Errorf("after restart the history has %v points (%v)", h, err)
+	}
+	// No boost flapping: still one change.
+	if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 2 {
+		t.Errorf("boost changed again after restart: %+v", ev)
+	}
+}
+
+func TestReconcileForecastRateLimit(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true))
+	hf := exampleHistory(t, "synth__inverse-power")
+	reports := hf.Reports[:60]
+	forecasts := 0
+	var last time.Time
+	for _, r := range reports {
+		f.clock.SetTime(t0.Add(time.Duration(r.T * float64(time.Second))))
+		f.setStatus("a", r.TrainerStatus)
+		f.reconcile("a")
+		if ft := f.pf("a").Status.Forecast; ft != nil && !ft.Time.Time.Equal(last) {
+			forecasts++
+			last = ft.Time.Time
+		}
+	}
+	span := reports[len(reports)-1].T - reports[0].T
+	maxForecasts := int(span/30) + 2
+	if forecasts > maxForecasts || forecasts < 2 {
+		t.Errorf("%d forecasts for %d reports over %.0fs; want at most %d (one per 30s)", forecasts, len(reports), span, maxForecasts)
+	}
+	if got := f.pf("a").Status.Observations; got != int64(len(reports)) {
+		t.Errorf("observations %d, want %d", got, len(reports))
+	}
+}
+
+func TestReconcileForeignOwnerAdviseOnly(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, testConfig(), a, wlA, localQueue())
+	// Someone else set the boost first.
+	wl := f.workload(wlA.Name)
+	wl.Annotations = map[string]string{AnnotationPriorityBoost: "5"}
+	if err := f.c.Update(context.Background(), wl); err != nil {
+		t.Fatal(err)
+	}
+	if err := setManagedFields(f.ot, wl, []metav1.ManagedFieldsEntry{mf("kubectl-annotate", metav1.ManagedFieldsOperationUpdate, "", boostFields)}); err != nil {
+		t.Fatal(err)
+	}
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)*7/10])
+
+	st := f.pf("a").Status
+	if got := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; got != "5" {
+		t.Errorf("the planner overwrote a foreign boost: %q", got)
+	}
+	if st.Mode != modeAdviseOnly || !strings.Contains(st.AdviseOnly, "kubectl-annotate") || st.Boost != 0 {
+		t.Errorf("mode %q adviseOnly %q boost %d", st.Mode, st.AdviseOnly, st.Boost)
+	}
+	if st.Verdict != string(preempt.Plateaued) || st.AdvisedBoost != -100 {
+		t.Errorf("the planner should still decide: verdict %q advised %d", st.Verdict, st.AdvisedBoost)
+	}
+	if ev := f.ev.byReason(ReasonAdviseOnly); len(ev) != 2 {
+		t.Errorf("want one AdviseOnly event on the TrainJob and one on the Workload, got %+v", ev)
+	}
+	if len(f.ev.byReason(ReasonBoostChanged)) != 0 {
+		t.Error("boost change event without a boost change")
+	}
+}
+
+func TestReconcileAdviseMode(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Mode = preempt.ModeAdvise
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, cfg, a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)*7/10])
+	st := f.pf("a").Status
+	if _, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
+		t.Error("advise mode wrote a boost")
+	}
+	if st.Mode != "advise" || st.AdvisedBoost != -100 || st.Boost != 0 || st.Verdict != string(preempt.Plateaued) {
+		t.Errorf("status mode %q advised %d boost %d verdict %q", st.Mode, st.AdvisedBoost, st.Boost, st.Verdict)
+	}
+}
+
+func TestReconcileInvalidObjectiveAndGarbage(t *testing.T) {
+	a := trainJob("a", "a-uid", map[string]string{AnnotationObjective: "accuracy,higher"})
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true))
+	hf := exampleHistory(t, "synth__inverse-power")
+	f.replayInto("a", hf.Reports[:5])
+	// Garbage: unparsable and impossible values (the report is refused).
+	f.clock.Step(time.Second)
+	f.setStatus("a", forecast.TrainerStatus{ProgressPercentage: ptr.To(100.0),
+		Metrics: []forecast.MetricValue{{Name: "loss", Value: "lots"}, {Name: "current_step", Value: "-5"}}})
+	f.reconcile("a")
+	f.replayInto("a", hf.Reports[5:12]) // the planner carries on
+
+	st := f.pf("a").Status
+	c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionObjectiveValid)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "accuracy,higher") {
+		t.Errorf("ObjectiveValid %+v", c)
+	}
+	if !strings.HasSuffix(st.Objective, "loss,minimize") || st.ObjectiveSource != v1alpha1.ObjectiveDefault {
+		t.Errorf("objective %q from %q, want the default", st.Objective, st.ObjectiveSource)
+	}
+	if ev := f.ev.byReason(ReasonInvalidObjective); len(ev) != 1 {
+		t.Errorf("want exactly one InvalidObjective event, got %+v", ev)
+	}
+	if st.Rejections["unparsable"] != 1 || st.Rejections["negative"] != 1 || st.LastRejection == "" {
+		t.Errorf("rejections %v last %q", st.Rejections, st.LastRejection)
+	}
+	if st.Observations != 13 || st.Forecast == nil || st.Forecast.Reports <= 5 {
+		t.Errorf("observations %d forecast %+v: the planner did not carry on", st.Observations, st.Forecast)
+	}
+	if ev := f.ev.byReason(ReasonReportsRejected); len(ev) != 1 {
+		t.Errorf("want one ReportsRejected event, got %+v", ev)
+	}
+}
+
+func TestReconcileNoWorkloadNoKueue(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	f := newFixture(t, testConfig(), a)
+	hf := exampleHistory(t, "synth__inverse-power")
+	f.replayInto("a", hf.Reports[:3])
+	st := f.pf("a").Status
+	if st.Mode != modeAdviseOnly || !strings.Contains(st.AdviseOnly, "no single unfinished Workload") {
+		t.Errorf("mode %q adviseOnly %q", st.Mode, st.AdviseOnly)
+	}
+	f.rec.SetKueueAvailable(false)
+	f.replayInto("a", hf.Reports[3:4])
+	st = f.pf("a").Status
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionWorkloadFound); c == nil || c.Reason != condReasonNoKueue {
+		t.Errorf("WorkloadFound %+v", c)
+	}
+	if !strings.Contains(st.AdviseOnly, "Kueue is not installed") {
+		t.Errorf("adviseOnly %q", st.AdviseOnly)
+	}
+}
+
+func TestReconcileDeletedTrainJob(t *testing.T) {
+	f := newFixture(t, testConfig())
+	if res := f.reconcile("gone"); res != (reconcile.Result{}) {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// A ProgressForecast left over from an earlier TrainJob of the same name
+// (no garbage collector) is replaced.
+func TestReconcileReplacesStaleProgressForecast(t *testing.T) {
+	a := trainJob("a", "a-uid-2", nil)
+	stale := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
+			Name: "a", UID: "a-uid-1", Controller: ptr.To(true)}}},
+		Spec: v1alpha1.ProgressForecastSpec{TrainJobName: "a"}}
+	f := newFixture(t, testConfig(), a, stale)
+	f.reconcile("a")
+	f.reconcile("a")
+	pf := f.pf("a")
+	if ref := metav1.GetControllerOf(pf); ref == nil || ref.UID != "a-uid-2" {
+		t.Errorf("owner %+v", ref)
+	}
+}
+
+func TestReconcileHealthyJobLeftAlone(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, testConfig(), a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__inverse-power")
+	verdicts := map[string]int{}
+	for _, r := range hf.Reports[:len(hf.Reports)*85/100] {
+		f.replayInto("a", []forecast.FileReport{r})
+		verdicts[f.pf("a").Status.Verdict]++
+	}
+	if _, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
+		t.Errorf("a healthy job got a boost; verdicts seen %v", verdicts)
+	}
+	if len(f.ev.events) != 0 {
+		t.Errorf("events for a healthy job: %+v", f.ev.events)
+	}
+	if st := f.pf("a").Status; st.Verdict != string(preempt.Progressing) || st.Boost != 0 {
+		t.Errorf("verdict %q boost %d (verdicts seen %v): %s", st.Verdict, st.Boost, verdicts, st.Reason)
+	}
+}
+
+func TestReconcileForgedJumpEarnsNoProtection(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, testConfig(), a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__inverse-power")
+	n := len(hf.Reports) * 4 / 10
+	f.replayInto("a", hf.Reports[:n])
+	last := hf.Reports[n-1].T
+	f.clock.SetTime(t0.Add(time.Duration((last + 10) * float64(time.Second))))
+	f.setStatus("a", forgeNearDone(hf.Reports[n].TrainerStatus))
+	f.reconcile("a")
+	f.clock.SetTime(t0.Add(time.Duration((last + 40) * float64(time.Second))))
+	f.reconcile("a") // the rate limit lets the forecast through now
+	st := f.pf("a").Status
+	// Untrusted, or Warming when the jump also wrecks the curve's
+	// confidence: either way no protection.
+	if (st.Verdict != string(preempt.Untrusted) && st.Verdict != string(preempt.Warming)) || st.Boost != 0 || st.AdvisedBoost != 0 {
+		t.Errorf("verdict %q boost %d advised %d: %s", st.Verdict, st.Boost, st.AdvisedBoost, st.Reason)
+	}
+	if v, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
+		t.Errorf("forged progress earned a boost %q", v)
+	}
+	ev := f.ev.byReason(ReasonImplausibleProgress)
+	if len(ev) != 1 || ev[0].typ != corev1.EventTypeWarning || !strings.Contains(ev[0].note, "progress jumped") ||
+		!strings.Contains(ev[0].note, "no protection until") {
+		t.Errorf("ImplausibleProgress events %+v", ev)
+	}
+	// One event per distrust period, not one per forecast.
+	f.clock.Step(35 * time.Second)
+	f.setStatus("a", forgeNearDone(hf.Reports[n+1].TrainerStatus))
+	f.reconcile("a")
+	if ev := f.ev.byReason(ReasonImplausibleProgress); len(ev) != 1 {
+		t.Errorf("%d ImplausibleProgress events after another forecast", len(ev))
+	}
+}
+
+// forgeNearDone turns a report into a claim of 99% done: percentage and
+// step counter jump, ETA one minute.
+func forgeNearDone(s forecast.TrainerStatus) forecast.TrainerStatus {
+	out := forecast.TrainerStatus{ProgressPercentage: ptr.To(99.0), EstimatedRemainingSeconds: ptr.To(60.0)}
+	total := ""
+	for _, m := range s.Metrics {
+		if m.Name == "total_steps" {
+			total = m.Value
+		}
+	}
+	for _, m := range s.Metrics {
+		if m.Name == "current_step" && total != "" {
+			var tot float64
+			fmt.Sscan(total, &tot)
+			m.Value = fmt.Sprint(int(tot * 0.99))
+		}
+		out.Metrics = append(out.Metrics, m)
+	}
+	return out
+}
+
+func TestReconcileStopOptIn(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Stop.GracePeriod = preempt.Dur(time.Minute)
+	a := trainJob("a", "a-uid", map[string]string{AnnotationStopOptIn: "true"})
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, cfg, a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)*85/100])
+
+	wl := f.workload(wlA.Name)
+	st := f.pf("a").Status
+	if wl.Spec.Active == nil || *wl.Spec.Active {
+		t.Fatalf("Workload still active; verdict %q reason %s", st.Verdict, st.Reason)
+	}
+	if st.DeactivatedTime == nil || st.LastPlannerEvictionTime == nil {
+		t.Errorf("deactivation not recorded: %+v", st)
+	}
+	ev := f.ev.byReason(ReasonDeactivated)
+	if len(ev) != 2 || !strings.Contains(ev[0].note, "GPU-hours") || !strings.Contains(ev[0].note, "stop opted in by the job") {
+		t.Errorf("Deactivated events %+v", ev)
+	}
+	// Once: the owner's reactivation is not undone by the same decision.
+	wl.Spec.Active = ptr.To(true)
+	if err := f.c.Update(context.Background(), wl); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile("a")
+	if wl := f.workload(wlA.Name); !ptr.Deref(wl.Spec.Active, true) {
+		t.Error("the planner deactivated again on the same decision")
+	}
+}

@@ -1,0 +1,66 @@
+package kueueext
+
+import (
+	"time"
+)
+
+// scheduleInput is what decides whether a job is forecast now: the rate
+// limit that makes forecast cost grow with the number of jobs, not with
+// how often they report.
+type scheduleInput struct {
+	Now          time.Time
+	LastForecast time.Time // zero: never forecast
+	// NewData: observations arrived since the last forecast.
+	NewData bool
+	// Urgent names why the verdict could change at once ("" when nothing
+	// did): a non-finite loss, a restart, an admission or eviction, a new
+	// objective, a new Workload.
+	Urgent string
+	// Deadline is the earliest time after the last forecast at which the
+	// last decision could change by itself (lease end, dwell end, ...);
+	// zero when none.
+	Deadline time.Time
+	// Min, UrgentMin and Idle are ForecastConfig's intervals.
+	Min, UrgentMin, Idle time.Duration
+}
+
+// schedule is the outcome: run now (Why says why), or check again After.
+type schedule struct {
+	Run   bool
+	Why   string
+	After time.Duration
+}
+
+// nextForecast applies the rate limit. A job is forecast:
+//   - the first time;
+//   - when something urgent happened, at most once per UrgentMin;
+//   - when a decision deadline passed, at most once per UrgentMin;
+//   - when new reports arrived, at most once per Min;
+//   - otherwise once per Idle (a hang shows as the absence of reports).
+func nextForecast(in scheduleInput) schedule {
+	if in.LastForecast.IsZero() {
+		return schedule{Run: true, Why: "first forecast"}
+	}
+	since := in.Now.Sub(in.LastForecast)
+	switch {
+	case in.Urgent != "" && since >= in.UrgentMin:
+		return schedule{Run: true, Why: in.Urgent}
+	case !in.Deadline.IsZero() && !in.Now.Before(in.Deadline) && since >= in.UrgentMin:
+		return schedule{Run: true, Why: "a decision deadline passed"}
+	case in.NewData && since >= in.Min:
+		return schedule{Run: true, Why: "new reports"}
+	case since >= in.Idle:
+		return schedule{Run: true, Why: "no forecast for the idle interval"}
+	}
+	wait := in.Idle - since
+	if in.NewData {
+		wait = min(wait, in.Min-since)
+	}
+	if in.Urgent != "" {
+		wait = min(wait, in.UrgentMin-since)
+	}
+	if !in.Deadline.IsZero() {
+		wait = min(wait, max(in.Deadline.Sub(in.Now), in.UrgentMin-since))
+	}
+	return schedule{After: max(wait, 100*time.Millisecond)}
+}

@@ -1,0 +1,209 @@
+package kueueext
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// NewScheme returns a scheme with the kinds the planner reads and writes:
+// the built-in kinds, Trainer v1alpha1, Kueue v1beta2 and
+// planner.progress.io/v1alpha1.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(trainer.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// NewManager creates the controller-runtime manager `planner run` uses:
+// leader election, the metrics endpoint and /healthz and /readyz, all from
+// the config. The cache keeps managedFields only for Workloads (the
+// planner reads the boost annotation's owner from them).
+func NewManager(rc *rest.Config, cfg Config) (manager.Manager, error) {
+	le := cfg.LeaderElection
+	opts := ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		LeaderElection:                le.Enabled,
+		LeaderElectionID:              le.LeaseName,
+		LeaderElectionNamespace:       cfg.LeaderElectionNamespace(),
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(le.LeaseDuration.Duration),
+		RenewDeadline:                 ptr.To(le.RenewDeadline.Duration),
+		RetryPeriod:                   ptr.To(le.RetryPeriod.Duration),
+		Cache:                         cache.Options{DefaultTransform: stripManagedFieldsExceptWorkloads},
+	}
+	mgr, err := ctrl.NewManager(rc, opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Health.BindAddress != "0" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+func stripManagedFieldsExceptWorkloads(obj any) (any, error) {
+	if _, ok := obj.(*kueue.Workload); ok {
+		return obj, nil
+	}
+	if a, ok := obj.(metav1.Object); ok {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Options configure Setup.
+type Options struct {
+	Config Config
+	// Clock is the planner's clock (observation times, forecasts,
+	// decisions); nil is the real clock. Tests inject a fake one.
+	Clock clock.PassiveClock
+	// Settings for forecast.Fit; nil is forecast.DefaultSettings().
+	Settings *forecast.Settings
+	// SkipNameValidation allows several planners in one process (tests).
+	SkipNameValidation bool
+}
+
+// Planner is the controller added to a manager by Setup.
+type Planner struct {
+	mgr     manager.Manager
+	opts    Options
+	rec     *TrainJobReconciler
+	watcher *apiWatcher
+
+	mu               sync.Mutex
+	ctrl             controller.Controller
+	workloadsWatched bool
+}
+
+// Setup adds the planner to mgr: an API watcher (on every replica) that
+// starts the TrainJob controller (leader only) once TrainJobs and
+// ProgressForecasts are served, and adds the Workload watch once Kueue is.
+func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	RegisterMetrics()
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	settings := forecast.DefaultSettings()
+	if opts.Settings != nil {
+		settings = *opts.Settings
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	p := &Planner{mgr: mgr, opts: opts}
+	p.rec = newTrainJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
+	p.watcher = &apiWatcher{
+		probe:    func() (APIStatus, error) { return ProbeAPIs(disc) },
+		interval: opts.Config.CRDCheckInterval.Duration,
+		onChange: p.apisChanged,
+		log:      mgr.GetLogger().WithName("apis"),
+	}
+	if err := mgr.Add(p.watcher); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// APIStatus is the latest API probe (ok false before the first).
+func (p *Planner) APIStatus() (APIStatus, bool) { return p.watcher.Status() }
+
+// Started reports whether the TrainJob controller has been created (it runs
+// once this replica leads).
+func (p *Planner) Started() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ctrl != nil
+}
+
+func (p *Planner) apisChanged(s APIStatus) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rec.SetKueueAvailable(s.Workloads)
+	if p.ctrl == nil && s.Trackable() {
+		opts := controller.Options{MaxConcurrentReconciles: p.opts.Config.Forecast.MaxConcurrentReconciles}
+		if p.opts.SkipNameValidation {
+			opts.SkipNameValidation = ptr.To(true)
+		}
+		c, err := ctrl.NewControllerManagedBy(p.mgr).
+			Named("trainjob-progress").
+			For(&trainer.TrainJob{}).
+			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(createOrDelete())).
+			WithOptions(opts).
+			Build(p.rec)
+		if err != nil {
+			return fmt.Errorf("TrainJob controller: %w", err)
+		}
+		p.ctrl = c
+	}
+	if p.ctrl != nil && s.Workloads && !p.workloadsWatched {
+		src := source.Kind(p.mgr.GetCache(), &kueue.Workload{}, handler.TypedEnqueueRequestsFromMapFunc(workloadToTrainJob))
+		if err := p.ctrl.Watch(src); err != nil {
+			return fmt.Errorf("watch Workloads: %w", err)
+		}
+		p.workloadsWatched = true
+	}
+	return nil
+}
+
+// createOrDelete lets only creations and deletions of ProgressForecasts
+// through: the planner's own status writes must not trigger reconciles.
+func createOrDelete() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// workloadToTrainJob maps a Workload to the TrainJob that controls it.
+func workloadToTrainJob(_ context.Context, wl *kueue.Workload) []reconcile.Request {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil || ref.Kind != trainer.TrainJobKind || !strings.HasPrefix(ref.APIVersion, trainer.GroupVersion.Group+"/") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}}
+}

@@ -1,0 +1,203 @@
+package kueueext
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+// ToForecastStatus converts a Trainer API trainerStatus into the shape
+// pkg/forecast validates (which also accepts fractional values).
+func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
+	var out forecast.TrainerStatus
+	if ts == nil {
+		return out
+	}
+	if p := ts.ProgressPercentage; p != nil {
+		v := float64(*p)
+		out.ProgressPercentage = &v
+	}
+	if e := ts.EstimatedRemainingSeconds; e != nil {
+		v := float64(*e)
+		out.EstimatedRemainingSeconds = &v
+	}
+	if len(ts.Metrics) > 0 {
+		out.Metrics = make([]forecast.MetricValue, len(ts.Metrics))
+		for i, m := range ts.Metrics {
+			out.Metrics[i] = forecast.MetricValue{Name: m.Name, Value: m.Value}
+		}
+	}
+	if !ts.LastUpdatedTime.IsZero() {
+		t := ts.LastUpdatedTime.Time
+		out.LastUpdatedTime = &t
+	}
+	return out
+}
+
+// FromForecastStatus converts a history file's report into the Trainer
+// API shape, as the Trainer status server receives it: progress and ETA
+// are integers there (progress floored, ETA rounded), and lastUpdatedTime
+// is set to at (the reporter's clock).
+func FromForecastStatus(s forecast.TrainerStatus, at time.Time) trainer.TrainerStatus {
+	out := trainer.TrainerStatus{LastUpdatedTime: metav1.NewTime(at)}
+	if p := s.ProgressPercentage; p != nil && !math.IsNaN(*p) {
+		v := int32(math.Max(0, math.Min(100, math.Floor(*p))))
+		out.ProgressPercentage = &v
+	}
+	if e := s.EstimatedRemainingSeconds; e != nil && !math.IsNaN(*e) {
+		v := int32(math.Max(0, math.Min(math.MaxInt32, math.Round(*e))))
+		out.EstimatedRemainingSeconds = &v
+	}
+	for _, m := range s.Metrics {
+		out.Metrics = append(out.Metrics, trainer.Metric{Name: m.Name, Value: m.Value})
+	}
+	return out
+}
+
+// statusHash fingerprints a trainerStatus (nil: ""), so that the same
+// report is observed once even across planner restarts.
+func statusHash(ts *trainer.TrainerStatus) string {
+	if ts == nil {
+		return ""
+	}
+	b, err := json.Marshal(ts)
+	if err != nil {
+		return ""
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// unixSeconds is the forecast and policy time base.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// fromUnix converts back; non-finite values give the zero time.
+func fromUnix(sec float64) time.Time {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return time.Time{}
+	}
+	s, frac := math.Modf(sec)
+	return time.Unix(int64(s), int64(frac*1e9))
+}
+
+// Summarize renders a forecast for the ProgressForecast status.
+func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
+	s := &v1alpha1.ForecastSummary{
+		Time:            metav1.NewTime(fromUnix(f.Now).UTC().Truncate(time.Second)),
+		Reports:         clampInt32(f.Reports),
+		ObjectivePoints: clampInt32(f.ObjectivePts),
+		Segments:        clampInt32(f.Segments),
+		Diverging:       f.Diverging,
+		Hung:            f.Hung,
+		Integrity:       append([]string(nil), f.Integrity.Issues...),
+	}
+	if f.Progress != nil {
+		s.Progress = fmtPct(*f.Progress)
+	}
+	if f.Step != nil {
+		s.Step = fmtSig(*f.Step, 10)
+		if f.TotalSteps != nil {
+			s.Step += "/" + fmtSig(*f.TotalSteps, 10)
+		}
+	}
+	if f.ETA.Known {
+		s.ETA = fmtDur(f.ETA.Value)
+		s.ETARange = fmtDur(f.ETA.Lo) + "-" + fmtDur(f.ETA.Hi)
+	}
+	if f.ReportedETA != nil {
+		s.ReportedETA = fmtDur(*f.ReportedETA)
+	}
+	if f.Current != nil {
+		s.Current = fmtSig(*f.Current, 4)
+	}
+	if f.Best != nil {
+		s.Best = fmtSig(*f.Best, 4)
+	}
+	if f.PredictedFinal.Known {
+		s.Predicted = fmtSig(f.PredictedFinal.Value, 4)
+		s.PredictedRange = fmtSig(f.PredictedFinal.Lo, 4) + "-" + fmtSig(f.PredictedFinal.Hi, 4)
+	}
+	if f.Reports > 0 {
+		s.PlateauProbability = fmtSig(f.PlateauProbability, 2)
+		s.Confidence = fmtSig(f.Confidence, 2)
+	}
+	if f.RelativeRemaining != nil {
+		s.RelativeRemaining = fmtPct(*f.RelativeRemaining)
+	}
+	if f.DivergenceReason != "" {
+		s.Notes = append(s.Notes, "diverging: "+f.DivergenceReason)
+	}
+	if f.HangReason != "" {
+		s.Notes = append(s.Notes, "hung: "+f.HangReason)
+	}
+	if !f.ETA.Known && f.ETA.Why != "" {
+		s.Notes = append(s.Notes, "ETA unknown: "+f.ETA.Why)
+	}
+	s.Notes = append(s.Notes, f.Notes...)
+	if len(s.Notes) > 8 {
+		s.Notes = s.Notes[:8]
+	}
+	return s
+}
+
+func clampInt32(n int) int32 { return int32(max(math.MinInt32, min(math.MaxInt32, n))) }
+
+// fmtSig formats x with n significant digits, without an exponent for
+// ordinary magnitudes.
+func fmtSig(x float64, n int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(x, 'g', n, 64)
+	if strings.Contains(s, "e") && math.Abs(x) >= 1e-4 && math.Abs(x) < 1e15 {
+		if v, err := strconv.ParseFloat(s, 64); err == nil {
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+	}
+	return s
+}
+
+// fmtPct formats a fraction as a percentage with one decimal.
+func fmtPct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(x*100, 'f', 1, 64) + "%"
+}
+
+// fmtDur formats seconds compactly: "45s", "12m30s", "2h10m", "3d4h".
+func fmtDur(sec float64) string {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return ""
+	}
+	neg := sec < 0
+	s := int64(math.Round(math.Abs(sec)))
+	var out string
+	switch {
+	case s < 60:
+		out = fmt.Sprintf("%ds", s)
+	case s < 3600:
+		out = fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 48*3600:
+		out = fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	default:
+		out = fmt.Sprintf("%dd%dh", s/86400, (s%86400)/3600)
+	}
+	if neg {
+		return "-" + out
+	}
+	return out
+}

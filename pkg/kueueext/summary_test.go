@@ -1,0 +1,120 @@
+package kueueext
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/pkg/forecast"
+)
+
+func TestTrainerStatusConversion(t *testing.T) {
+	ts := &trainer.TrainerStatus{
+		ProgressPercentage:        ptr.To[int32](45),
+		EstimatedRemainingSeconds: ptr.To[int32](3600),
+		Metrics:                   []trainer.Metric{{Name: "loss", Value: "0.42"}, {Name: "current_step", Value: "450"}},
+		LastUpdatedTime:           metav1.NewTime(t0),
+	}
+	fs := ToForecastStatus(ts)
+	if *fs.ProgressPercentage != 45 || *fs.EstimatedRemainingSeconds != 3600 || len(fs.Metrics) != 2 ||
+		fs.Metrics[0] != (forecast.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
+		t.Errorf("ToForecastStatus: %+v", fs)
+	}
+	if empty := ToForecastStatus(nil); empty.ProgressPercentage != nil || empty.Metrics != nil {
+		t.Errorf("nil: %+v", empty)
+	}
+
+	// History-file values are floats: the status server's API takes integers.
+	back := FromForecastStatus(forecast.TrainerStatus{
+		ProgressPercentage: ptr.To(99.9), EstimatedRemainingSeconds: ptr.To(12.6),
+		Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "nan"}},
+	}, t0)
+	if *back.ProgressPercentage != 99 || *back.EstimatedRemainingSeconds != 13 || back.Metrics[0].Value != "nan" ||
+		!back.LastUpdatedTime.Time.Equal(t0) {
+		t.Errorf("FromForecastStatus: %+v", back)
+	}
+	clamped := FromForecastStatus(forecast.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
+	if *clamped.ProgressPercentage != 100 || *clamped.EstimatedRemainingSeconds != math.MaxInt32 {
+		t.Errorf("clamping: %+v", clamped)
+	}
+}
+
+func TestStatusHash(t *testing.T) {
+	a := &trainer.TrainerStatus{ProgressPercentage: ptr.To[int32](1), LastUpdatedTime: metav1.NewTime(t0)}
+	b := a.DeepCopy()
+	if statusHash(a) != statusHash(b) || statusHash(a) == "" {
+		t.Error("equal statuses hash differently")
+	}
+	b.LastUpdatedTime = metav1.NewTime(t0.Add(5 * time.Second)) // a heartbeat is a new observation
+	if statusHash(a) == statusHash(b) {
+		t.Error("a new lastUpdatedTime did not change the hash")
+	}
+	if statusHash(nil) != "" {
+		t.Error("nil status hashed")
+	}
+}
+
+func TestUnixRoundTrip(t *testing.T) {
+	tm := time.Date(2026, 3, 1, 12, 0, 0, 250_000_000, time.UTC)
+	if got := fromUnix(unixSeconds(tm)); got.Sub(tm).Abs() > time.Microsecond {
+		t.Errorf("round trip %v -> %v", tm, got)
+	}
+	if !fromUnix(math.NaN()).IsZero() {
+		t.Error("NaN is not the zero time")
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	durs := map[float64]string{0: "0s", 44.6: "45s", 750: "12m30s", 7800: "2h10m", 3*86400 + 4*3600: "3d4h", -90: "-1m30s"}
+	for in, want := range durs {
+		if got := fmtDur(in); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
+		}
+	}
+	sigs := []struct {
+		x    float64
+		n    int
+		want string
+	}{{0.43125, 4, "0.4313"}, {12345.6, 4, "12350"}, {2.5e-7, 4, "2.5e-07"}, {10000, 10, "10000"}, {1.0, 4, "1"}}
+	for _, s := range sigs {
+		if got := fmtSig(s.x, s.n); got != s.want {
+			t.Errorf("fmtSig(%v, %d) = %q, want %q", s.x, s.n, got, s.want)
+		}
+	}
+	if got := fmtPct(0.4523); got != "45.2%" {
+		t.Errorf("fmtPct = %q", got)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	f := forecast.Forecast{
+		Now: unixSeconds(t0), Reports: 120, ObjectivePts: 40, Segments: 1,
+		Step: ptr.To(4520.0), TotalSteps: ptr.To(10000.0), Progress: ptr.To(0.452),
+		ETA:     forecast.Estimate{Known: true, Value: 7800, Lo: 6600, Hi: 9600},
+		Current: ptr.To(0.43125), Best: ptr.To(0.43),
+		PredictedFinal:     forecast.Estimate{Known: true, Value: 0.41, Lo: 0.40, Hi: 0.425},
+		PlateauProbability: 0.934, RelativeRemaining: ptr.To(0.004), Confidence: 0.81,
+		Integrity: forecast.Integrity{Issues: []string{"progress jumped"}},
+		Hung:      true, HangReason: "no progress for 600s",
+	}
+	s := Summarize(f)
+	if s.Progress != "45.2%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m-2h40m" ||
+		s.Current != "0.4313" || s.Predicted != "0.41" || s.PredictedRange != "0.4-0.425" ||
+		s.PlateauProbability != "0.93" || s.RelativeRemaining != "0.4%" || s.Confidence != "0.81" ||
+		s.Reports != 120 || !s.Hung || !slices.Equal(s.Integrity, []string{"progress jumped"}) || !s.Time.Time.Equal(t0) {
+		t.Errorf("summary %+v", s)
+	}
+	if len(s.Notes) == 0 || s.Notes[0] != "hung: no progress for 600s" {
+		t.Errorf("notes %v", s.Notes)
+	}
+	empty := Summarize(forecast.Forecast{Now: unixSeconds(t0), ETA: forecast.Estimate{Why: "no reports"}})
+	if empty.Progress != "" || empty.ETA != "" || empty.PlateauProbability != "" || len(empty.Notes) == 0 {
+		t.Errorf("empty summary %+v", empty)
+	}
+}

@@ -1,0 +1,878 @@
+package kueueext
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/preempt"
+)
+
+// Event reasons the planner emits (docs/controller.md lists them).
+const (
+	ReasonBoostChanged      = "PriorityBoostChanged"
+	ReasonAdviseOnly        = "AdviseOnly"
+	ReasonEnforcing         = "Enforcing"
+	ReasonInvalidObjective  = "InvalidObjective"
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	ReasonReportsRejected   = "ReportsRejected"
+	ReasonDeactivated       = "Deactivated"
+	ReasonHistoryReset      = "HistoryReset"
+	// ReasonImplausibleProgress: the job's progress claims failed the
+	// integrity checks; it cannot earn protection while distrusted.
+	ReasonImplausibleProgress = "ImplausibleProgress"
+)
+
+// Modes written to ProgressForecastStatus.Mode besides the policy's modes.
+const modeAdviseOnly = "advise-only"
+
+// Condition reasons.
+const (
+	condReasonAnnotation     = "Annotation"
+	condReasonDefault        = "Default"
+	condReasonNotReported    = "NotReported"
+	condReasonInvalid        = "InvalidAnnotation"
+	condReasonFound          = "Found"
+	condReasonNoWorkload     = "NoWorkload"
+	condReasonDuplicates     = "DuplicateWorkloads"
+	condReasonNoKueue        = "KueueNotInstalled"
+	condReasonEnforcing      = "Enforcing"
+	condReasonAdviseMode     = "AdviseMode"
+	condReasonForeignOwner   = "ForeignBoostOwner"
+	condReasonFinished       = "Finished"
+	condReasonDecoded        = "Decoded"
+	condReasonDecodeFailed   = "DecodeFailed"
+	condReasonNoForecast     = "NoDecisionYet"
+	duplicateWorkloadBackoff = 5 * time.Second
+	// retryAfter is the requeue delay after a ProgressForecast was
+	// (re)created or changed under the planner.
+	retryAfter = 200 * time.Millisecond
+)
+
+// TrainJobReconciler is the level-based, idempotent reconciler of one
+// TrainJob: it folds a new trainerStatus into the job's history, forecasts
+// and decides when the rate limit allows, applies the decision to the
+// Workload, and writes the ProgressForecast status.
+type TrainJobReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	cfg       Config
+	settings  forecast.Settings
+	wl        *workloads
+
+	kueueReady atomic.Bool
+
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]*jobState
+}
+
+// jobState is the in-memory state of one job. The history is persisted in
+// the ProgressForecast status at every forecast (so at most one rate-limit
+// interval of reports is lost on a restart or leader change).
+type jobState struct {
+	mu  sync.Mutex
+	uid types.UID
+
+	obj      *v1alpha1.ProgressForecast // as last written or loaded
+	work     v1alpha1.ProgressForecastStatus
+	hist     *forecast.History
+	decision preempt.Decision
+
+	lastForecast time.Time
+	newData      bool
+	urgent       []string
+	factsKey     string
+	objective    string
+
+	rejectionsEvented int
+	stopOptInErr      string
+}
+
+func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
+	return &TrainJobReconciler{
+		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
+		wl:   &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
+		jobs: map[types.NamespacedName]*jobState{},
+	}
+}
+
+// SetKueueAvailable tells the reconciler whether Kueue's API is served.
+func (r *TrainJobReconciler) SetKueueAvailable(ok bool) { r.kueueReady.Store(ok) }
+
+// Reconcile implements reconcile.Reconciler.
+func (r *TrainJobReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	start := time.Now()
+	res, err := r.reconcile(ctx, req)
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	metricReconcileDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+func (r *TrainJobReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.jobs, key)
+	metricTrackedJobs.Set(float64(len(r.jobs)))
+	r.mu.Unlock()
+}
+
+func (r *TrainJobReconciler) state(key types.NamespacedName, uid types.UID) *jobState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.jobs[key]
+	if !ok || st.uid != uid {
+		st = &jobState{uid: uid}
+		r.jobs[key] = st
+		metricTrackedJobs.Set(float64(len(r.jobs)))
+	}
+	return st
+}
+
+func (r *TrainJobReconciler) event(regarding, related runtime.Object, typ, reason, action, note string) {
+	if r.recorder == nil || isNilObject(regarding) {
+		return
+	}
+	if isNilObject(related) {
+		related = nil
+	}
+	r.recorder.Eventf(regarding, related, typ, reason, action, "%s", truncateString(note, 1000))
+}
+
+// isNilObject reports a nil interface or a typed nil pointer.
+func isNilObject(o runtime.Object) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var tj trainer.TrainJob
+	if err := r.client.Get(ctx, req.NamespacedName, &tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if tj.DeletionTimestamp != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	st := r.state(req.NamespacedName, tj.UID)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+
+	requeue, err := r.load(ctx, &tj, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if requeue {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	now := r.clock.Now()
+	nowSec := unixSeconds(now)
+
+	// 1. Observe a new trainerStatus.
+	r.observe(&tj, st, now)
+
+	// 2. Objective and stop opt-in from the TrainJob's annotations.
+	choice := ResolveObjective(tj.Annotations, st.hist)
+	r.objectiveCondition(&tj, st, choice)
+	stopOptIn, optErr := ParseStopOptIn(tj.Annotations)
+	if msg := errString(optErr); msg != st.stopOptInErr {
+		st.stopOptInErr = msg
+		if optErr != nil {
+			r.event(&tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
+		}
+	}
+
+	// 3. The Workload and the facts the policy needs.
+	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	jobDone := trainJobFinished(&tj) || (wf != nil && wf.Finished)
+	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !ptr.Deref(tj.Spec.Suspend, false)))
+
+	// 4. Forecast and decide when the rate limit allows.
+	deadline := st.decision.NextChange(facts, r.cfg.Policy)
+	in := scheduleInput{
+		Now: now, LastForecast: st.lastForecast, NewData: st.newData, Urgent: strings.Join(st.urgent, "; "),
+		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
+	}
+	if !math.IsNaN(deadline) && running {
+		in.Deadline = fromUnix(deadline)
+	}
+	if !running && !st.newData {
+		// A suspended, pending or finished job makes no progress by
+		// design: only forecast it again for new reports or urgent news.
+		in.Idle = time.Duration(math.MaxInt64)
+		if jobDone {
+			in.Urgent = ""
+		}
+	}
+	sch := nextForecast(in)
+	forecasted := false
+	if sch.Run {
+		r.forecastAndDecide(&tj, wl, st, choice, facts, now, nowSec, sch.Why)
+		forecasted = true
+	}
+
+	// 5. Apply the decision (every reconcile: level-based).
+	actErr := r.actuate(ctx, &tj, wl, wf, st, facts, now, jobDone)
+
+	// 6. Persist.
+	if err := r.writeStatus(ctx, st, forecasted); err != nil {
+		if apierrors.IsConflict(err) {
+			logger.V(1).Info("ProgressForecast changed meanwhile; reloading", "error", err.Error())
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if actErr != nil {
+		return ctrl.Result{}, actErr
+	}
+
+	// 7. Come back when the next forecast is due.
+	if jobDone {
+		return ctrl.Result{}, nil
+	}
+	in.LastForecast, in.NewData, in.Urgent = st.lastForecast, st.newData, strings.Join(st.urgent, "; ")
+	next := nextForecast(in)
+	after := next.After
+	if next.Run {
+		after = r.cfg.Forecast.UrgentMinInterval.Duration
+	}
+	if backoff > 0 {
+		after = min(after, backoff)
+	}
+	if after >= time.Duration(math.MaxInt64)/2 {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(after, 100*time.Millisecond)}, nil
+}
+
+// load makes sure the ProgressForecast exists and the in-memory state
+// matches it. requeue is true when it had to be (re)created.
+func (r *TrainJobReconciler) load(ctx context.Context, tj *trainer.TrainJob, st *jobState) (requeue bool, err error) {
+	key := types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}
+	var pf v1alpha1.ProgressForecast
+	if err := r.client.Get(ctx, key, &pf); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		if st.obj != nil && st.obj.UID != "" {
+			// Our cache has not seen our own create yet.
+			pf = *st.obj.DeepCopy()
+		} else {
+			created, err := r.createPF(ctx, tj)
+			if err != nil {
+				return false, err
+			}
+			pf = *created
+		}
+	}
+	if ref := metav1.GetControllerOf(&pf); ref == nil || ref.UID != tj.UID {
+		// Left over from an earlier TrainJob of the same name (no garbage
+		// collector ran), or not ours: replace it.
+		if err := r.client.Delete(ctx, &pf, client.Preconditions{UID: &pf.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		st.obj = nil
+		return true, nil
+	}
+	if st.obj != nil && st.hist != nil && st.obj.UID == pf.UID && pf.Status.Revision <= st.obj.Status.Revision {
+		// The cache is behind (or equal to) what we wrote: keep memory.
+		if pf.Status.Revision == st.obj.Status.Revision && pf.ResourceVersion != st.obj.ResourceVersion {
+			st.obj.ObjectMeta = *pf.ObjectMeta.DeepCopy()
+		}
+		return false, nil
+	}
+	r.restore(tj, st, &pf)
+	return false, nil
+}
+
+func (r *TrainJobReconciler) createPF(ctx context.Context, tj *trainer.TrainJob) (*v1alpha1.ProgressForecast, error) {
+	pf := &v1alpha1.ProgressForecast{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      tj.Name,
+			Namespace: tj.Namespace,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: trainer.GroupVersion.String(),
+				Kind:       trainer.TrainJobKind,
+				Name:       tj.Name,
+				UID:        tj.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: v1alpha1.ProgressForecastSpec{TrainJobName: tj.Name},
+	}
+	if err := r.client.Create(ctx, pf); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			var existing v1alpha1.ProgressForecast
+			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pf), &existing); err != nil {
+				return nil, err
+			}
+			return &existing, nil
+		}
+		return nil, fmt.Errorf("create ProgressForecast: %w", err)
+	}
+	return pf, nil
+}
+
+// restore loads the state from a ProgressForecast (after a restart, a
+// leader change, or the first time).
+func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1alpha1.ProgressForecast) {
+	st.obj = pf.DeepCopy()
+	st.work = *pf.Status.DeepCopy()
+	st.work.History, st.work.Decision = nil, nil
+	limits := forecast.DefaultLimits()
+	limits.KeepMetrics = KeepMetrics(tj.Annotations)
+	st.hist = forecast.NewHistory(limits)
+	st.decision = preempt.Decision{}
+	st.lastForecast = time.Time{}
+	st.newData, st.urgent, st.factsKey = false, nil, ""
+	if pf.Status.History != nil && len(pf.Status.History.Raw) > 0 {
+		h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, limits)
+		if err != nil {
+			apimeta.SetStatusCondition(&st.work.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionHistoryValid, Status: metav1.ConditionFalse, Reason: condReasonDecodeFailed,
+				Message: truncateString("stored history could not be decoded, starting a new one: "+err.Error(), 1000),
+			})
+			r.event(tj, nil, corev1.EventTypeWarning, ReasonHistoryReset, "Restore", "stored history could not be decoded, starting a new one: "+err.Error())
+			st.work.ObservedStatusHash = ""
+		} else {
+			st.hist = h
+			apimeta.SetStatusCondition(&st.work.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionHistoryValid, Status: metav1.ConditionTrue, Reason: condReasonDecoded,
+				Message: fmt.Sprintf("%d points restored", h.Len()),
+			})
+		}
+	}
+	if pf.Status.Decision != nil && len(pf.Status.Decision.Raw) > 0 {
+		var d preempt.Decision
+		if json.Unmarshal(pf.Status.Decision.Raw, &d) == nil {
+			st.decision = d
+		}
+	}
+	if pf.Status.Forecast != nil {
+		st.lastForecast = pf.Status.Forecast.Time.Time
+	}
+	st.objective = pf.Status.Objective
+	st.rejectionsEvented = totalRejections(st.hist.Rejections())
+}
+
+// observe folds a new trainerStatus into the history.
+func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now time.Time) {
+	ts := tj.Status.TrainerStatus
+	h := statusHash(ts)
+	if h == "" || h == st.work.ObservedStatusHash {
+		return
+	}
+	prevLen, prevSeg := st.hist.Len(), -1
+	if n := st.hist.Len(); n > 0 {
+		prevSeg = st.hist.Points()[n-1].Seg
+	}
+	t := unixSeconds(now)
+	if lr := st.hist.LastReport(); !math.IsNaN(lr) && t < lr {
+		t = lr // never out of order against our own history (clock steps back)
+	}
+	accepted, rejs := st.hist.Observe(t, ToForecastStatus(ts))
+	st.work.ObservedStatusHash = h
+	st.work.Observations++
+	nowMeta := metav1.NewTime(now.UTC().Truncate(time.Second))
+	st.work.LastObservedTime = &nowMeta
+	if !ts.LastUpdatedTime.IsZero() {
+		lt := ts.LastUpdatedTime
+		st.work.LastReportTime = &lt
+	}
+	if accepted {
+		metricObservations.WithLabelValues("accepted").Inc()
+		st.newData = true
+	} else {
+		metricObservations.WithLabelValues("refused").Inc()
+	}
+	for _, rj := range rejs {
+		metricRejections.WithLabelValues(string(rj.Reason)).Inc()
+	}
+	if len(rejs) > 0 {
+		last := rejs[len(rejs)-1]
+		st.work.LastRejection = describeRejection(last)
+	}
+	counts := st.hist.Rejections()
+	if len(counts) > 0 {
+		st.work.Rejections = map[string]int32{}
+		for k, v := range counts {
+			st.work.Rejections[string(k)] = clampInt32(v)
+		}
+	}
+	if pts := st.hist.Points(); accepted && len(pts) > prevLen && len(pts) > 0 {
+		last := pts[len(pts)-1]
+		if last.NonFinite || len(last.NaNMetrics) > 0 {
+			addUrgent(st, "a non-finite metric was reported")
+		}
+		if prevSeg >= 0 && last.Seg > prevSeg {
+			addUrgent(st, "the job restarted")
+		}
+	}
+}
+
+func describeRejection(r forecast.Rejection) string {
+	s := string(r.Reason) + " " + r.Field
+	if r.Detail != "" {
+		s += " (" + truncateString(r.Detail, 64) + ")"
+	}
+	return s
+}
+
+func totalRejections(m map[forecast.RejectReason]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func addUrgent(st *jobState, why string) {
+	if !slices.Contains(st.urgent, why) {
+		st.urgent = append(st.urgent, why)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// objectiveCondition records the objective choice: a changed objective is
+// urgent, an invalid annotation is a condition and one Warning Event.
+func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobState, c ObjectiveChoice) {
+	obj := ""
+	if c.Known {
+		obj = c.Objective.String()
+	}
+	if obj != st.objective {
+		if st.objective != "" {
+			addUrgent(st, "the objective changed")
+		}
+		st.objective = obj
+	}
+	st.work.Objective, st.work.ObjectiveSource = obj, c.Source
+	cond := metav1.Condition{Type: v1alpha1.ConditionObjectiveValid, Status: metav1.ConditionTrue}
+	switch {
+	case c.Err != nil:
+		cond.Status, cond.Reason = metav1.ConditionFalse, condReasonInvalid
+		cond.Message = c.Err.Error() + "; using the default objective (eval_loss when reported, else loss, minimized)"
+	case c.Source == v1alpha1.ObjectiveFromAnnotation:
+		cond.Reason, cond.Message = condReasonAnnotation, "objective "+obj+" from annotation "+AnnotationObjective
+	case c.Known:
+		cond.Reason, cond.Message = condReasonDefault, "default objective "+obj
+	default:
+		cond.Reason, cond.Message = condReasonNotReported, "no objective yet: the job reports neither eval_loss nor loss, and names none in annotation "+AnnotationObjective
+	}
+	cond.Message = truncateString(cond.Message, 1000)
+	old := apimeta.FindStatusCondition(st.work.Conditions, v1alpha1.ConditionObjectiveValid)
+	if c.Err != nil && (old == nil || old.Status != metav1.ConditionFalse || old.Message != cond.Message) {
+		r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidObjective, "Validate", cond.Message)
+	}
+	apimeta.SetStatusCondition(&st.work.Conditions, cond)
+}
+
+// workloadFacts finds the Workload and turns it into preempt.Facts. wf is
+// nil when there is no usable Workload. backoff > 0 asks for a quick retry
+// (duplicate Workloads).
+func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool) (
+	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
+	facts = preempt.Facts{Namespace: tj.Namespace, StopOptIn: stopOptIn}
+	if t := st.work.LastPlannerEvictionTime; t != nil {
+		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(t.Time))
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionWorkloadFound}
+	key := "none"
+	switch {
+	case !r.kueueReady.Load():
+		cond.Status, cond.Reason = metav1.ConditionFalse, condReasonNoKueue
+		cond.Message = "Kueue's API (kueue.x-k8s.io/v1beta2 workloads) is not served; forecasting only"
+		st.work.Workload, st.work.ClusterQueue = "", ""
+		key = "no-kueue"
+	default:
+		var live int
+		wl, live, err = r.wl.find(ctx, tj)
+		if err != nil {
+			return nil, facts, nil, 0, fmt.Errorf("find Workload: %w", err)
+		}
+		switch {
+		case wl == nil && live > 1:
+			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonDuplicates
+			cond.Message = fmt.Sprintf("%d unfinished Workloads are controlled by this TrainJob; waiting for Kueue to settle", live)
+			backoff = duplicateWorkloadBackoff
+			key = "duplicates"
+		case wl == nil:
+			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonNoWorkload
+			cond.Message = "no Workload labeled " + LabelJobUID + "=" + string(tj.UID) + " is controlled by this TrainJob (not queued by Kueue?)"
+			st.work.Workload, st.work.ClusterQueue = "", ""
+			key = "no-workload"
+		default:
+			f := ReadWorkload(wl, r.cfg.GPUResourceName())
+			if f.ClusterQueue == "" {
+				f.ClusterQueue = r.wl.clusterQueueOf(ctx, wl, nil)
+			}
+			wf = &f
+			cond.Status, cond.Reason = metav1.ConditionTrue, condReasonFound
+			cond.Message = "Workload " + wl.Name
+			st.work.Workload, st.work.ClusterQueue = wl.Name, f.ClusterQueue
+			facts.BasePriority, facts.GPUs, facts.Evictions, facts.ClusterQueue = f.BasePriority, f.GPUs, f.Evictions, f.ClusterQueue
+			if f.Running() && f.AdmittedAt != nil {
+				facts.AdmittedAt = ptr.To(unixSeconds(*f.AdmittedAt))
+			}
+			var boostChanged, deactivated, lastEv *time.Time
+			if t := st.work.BoostChangedTime; t != nil {
+				boostChanged = &t.Time
+			}
+			if t := st.work.DeactivatedTime; t != nil {
+				deactivated = &t.Time
+			}
+			if t := st.work.LastPlannerEvictionTime; t != nil {
+				lastEv = &t.Time
+			}
+			if at := PlannerEviction(f.Evicted, st.work.Boost, boostChanged, deactivated, lastEv); at != nil {
+				mt := metav1.NewTime(*at)
+				st.work.LastPlannerEvictionTime = &mt
+				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(*at))
+			}
+			admitted := ""
+			if f.AdmittedAt != nil {
+				admitted = f.AdmittedAt.UTC().Format(time.RFC3339)
+			}
+			key = fmt.Sprintf("%s|%v|%s|%v|%v|%s|%d|%d|%d|%v", wl.UID, f.Running(), admitted, f.QuotaReserved, f.Finished,
+				f.ClusterQueue, f.BasePriority, f.GPUs, f.Evictions, len(f.ForeignOwners) > 0)
+		}
+	}
+	if st.factsKey != "" && st.factsKey != key {
+		addUrgent(st, "the Workload changed (admission, eviction, queue or priority)")
+	}
+	st.factsKey = key
+	cond.Message = truncateString(cond.Message, 1000)
+	apimeta.SetStatusCondition(&st.work.Conditions, cond)
+	return wl, facts, wf, backoff, nil
+}
+
+func trainJobFinished(tj *trainer.TrainJob) bool {
+	return apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) ||
+		apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
+}
+
+// actingVerdicts are the verdicts whose start (and end) is an Event.
+func actingVerdict(v preempt.Verdict) bool {
+	return v.Stalled() || v == preempt.NearDone || v == preempt.Untrusted
+}
+
+func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.Workload, st *jobState, choice ObjectiveChoice,
+	facts preempt.Facts, now time.Time, nowSec float64, why string) {
+	obj := choice.Objective
+	t0 := time.Now()
+	f := forecast.Fit(st.hist, obj, nowSec, r.settings)
+	metricFitDuration.Observe(time.Since(t0).Seconds())
+	metricForecasts.WithLabelValues(triggerLabel(why)).Inc()
+
+	prev := st.decision
+	d := preempt.Decide(f, facts, prev, r.cfg.Policy)
+	metricDecisions.WithLabelValues(string(d.Verdict)).Inc()
+	st.decision = d
+	st.lastForecast = now
+	st.newData, st.urgent = false, nil
+
+	st.work.Forecast = Summarize(f)
+	st.work.Verdict = string(d.Verdict)
+	st.work.AdvisedBoost = d.AdvisedBoost
+	st.work.Reason = truncateString(d.Reason, 2000)
+
+	distrustStarted := d.Distrust != nil && prev.Distrust == nil
+	if distrustStarted {
+		note := fmt.Sprintf("implausible progress, no protection until %s: %s; verdict %s: %s",
+			fromUnix(d.Distrust.Until).UTC().Format(time.RFC3339), d.Distrust.Findings, d.Verdict, d.Reason)
+		r.event(tj, wl, corev1.EventTypeWarning, ReasonImplausibleProgress, "Forecast", note)
+	}
+	if prev.Verdict != d.Verdict && !(d.Verdict == preempt.Untrusted && distrustStarted) &&
+		(actingVerdict(d.Verdict) || (actingVerdict(prev.Verdict) && d.Verdict == preempt.Progressing)) {
+		typ := corev1.EventTypeNormal
+		if d.Verdict == preempt.Diverging || d.Verdict == preempt.Hung || d.Verdict == preempt.Untrusted {
+			typ = corev1.EventTypeWarning
+		}
+		r.event(tj, wl, typ, string(d.Verdict), "Forecast", d.Reason)
+	}
+	if n := totalRejections(st.hist.Rejections()); n > st.rejectionsEvented {
+		note := fmt.Sprintf("%d report values refused since the last forecast (%s); latest: %s",
+			n-st.rejectionsEvented, formatCounts(st.hist.Rejections()), st.work.LastRejection)
+		r.event(tj, nil, corev1.EventTypeWarning, ReasonReportsRejected, "Observe", note)
+		st.rejectionsEvented = n
+	}
+}
+
+func triggerLabel(why string) string {
+	switch {
+	case strings.HasPrefix(why, "first"):
+		return "first"
+	case why == "new reports":
+		return "reports"
+	case strings.HasPrefix(why, "no forecast"):
+		return "idle"
+	case strings.HasPrefix(why, "a decision deadline"):
+		return "deadline"
+	}
+	return "urgent"
+}
+
+func formatCounts(m map[forecast.RejectReason]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[forecast.RejectReason(k)])
+	}
+	return "totals " + strings.Join(parts, ", ")
+}
+
+// actuate applies the current decision to the Workload: the boost, waking
+// waiting Workloads after lowering an admitted one, and the stop action.
+// In advise mode the decided boost is 0, so the planner only resets a boost
+// it wrote earlier (to "0").
+func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) error {
+	d := st.decision
+	mode := string(d.Mode)
+	if mode == "" {
+		mode = string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
+	}
+	enforce := preempt.Mode(mode) == preempt.ModeEnforce
+	owned := wf != nil && PlannerOwnsBoost(wl.ManagedFields)
+	st.work.Boost = 0
+	if owned {
+		st.work.Boost = wf.Boost
+	}
+
+	cond := metav1.Condition{Type: v1alpha1.ConditionEnforcing, Status: metav1.ConditionFalse}
+	adviseOnly, cause := "", ""
+	canWrite := false
+	switch {
+	case jobDone:
+		cond.Reason, cond.Message = condReasonFinished, "the job finished; nothing to apply"
+	case !r.kueueReady.Load():
+		adviseOnly, cause = "Kueue is not installed (kueue.x-k8s.io/v1beta2 Workloads are not served)", "no-kueue"
+		cond.Reason = condReasonNoKueue
+	case wl == nil || wf == nil:
+		adviseOnly, cause = "the TrainJob has no single unfinished Workload", "no-workload"
+		cond.Reason = condReasonNoWorkload
+	case len(wf.ForeignOwners) > 0 || (wf.BoostSet && wf.Boost != 0 && !owned):
+		owners := strings.Join(wf.ForeignOwners, ", ")
+		if owners == "" {
+			owners = "an unknown writer (no managedFields entry)"
+		}
+		adviseOnly = fmt.Sprintf("annotation %s=%q on Workload %s is managed by %s; the planner does not fight over it",
+			AnnotationPriorityBoost, wf.BoostValue, wl.Name, owners)
+		cause = "foreign-owner"
+		cond.Reason = condReasonForeignOwner
+	case !enforce:
+		canWrite = true // only to reset a boost the planner wrote earlier
+		cond.Reason, cond.Message = condReasonAdviseMode, "the policy's mode for this job is advise"
+	default:
+		canWrite = true
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, condReasonEnforcing, "the planner writes the priority boost of Workload "+wl.Name
+		if d.IsZero() {
+			cond.Reason, cond.Message = condReasonNoForecast, "no decision yet"
+		}
+	}
+	if adviseOnly != "" {
+		cond.Message = adviseOnly
+		if enforce {
+			mode = modeAdviseOnly
+		}
+	}
+	cond.Message = truncateString(cond.Message, 1000)
+	old := apimeta.FindStatusCondition(st.work.Conditions, v1alpha1.ConditionEnforcing)
+	if adviseOnly != "" && (old == nil || old.Reason != cond.Reason) {
+		metricAdviseOnly.WithLabelValues(cause).Inc()
+		if cause == "foreign-owner" {
+			note := adviseOnly
+			if !d.IsZero() {
+				note += fmt.Sprintf(" (advised boost %+d: %s)", d.AdvisedBoost, d.Reason)
+			}
+			r.event(tj, wl, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
+			r.event(wl, tj, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
+		}
+	}
+	if old != nil && old.Reason == condReasonForeignOwner && cond.Reason == condReasonEnforcing {
+		r.event(tj, wl, corev1.EventTypeNormal, ReasonEnforcing, "SetPriorityBoost",
+			"no other writer owns "+AnnotationPriorityBoost+" on Workload "+wl.Name+" any more; the planner writes it again")
+	}
+	apimeta.SetStatusCondition(&st.work.Conditions, cond)
+	st.work.Mode = mode
+	st.work.AdviseOnly = adviseOnly
+
+	if !canWrite || d.IsZero() {
+		return nil
+	}
+
+	// The boost.
+	if desired := d.Boost; desired != wf.Boost {
+		if err := r.wl.setBoost(ctx, wl, desired); err != nil {
+			if apierrors.IsConflict(err) {
+				// The Workload changed between our read and our write (or
+				// was replaced): decide again on the new state shortly.
+				addUrgent(st, "the Workload changed while the boost was written")
+				return nil
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("set priority boost on Workload %s: %w", wl.Name, err)
+		}
+		dir := "raise"
+		if desired < wf.Boost {
+			dir = "lower"
+		}
+		metricBoostChanges.WithLabelValues(dir).Inc()
+		t := metav1.NewTime(now.UTC().Truncate(time.Second))
+		st.work.Boost, st.work.BoostChangedTime = desired, &t
+		note := fmt.Sprintf("priority boost %+d (was %+d), effective priority %d: %s", desired, wf.Boost,
+			int64(wf.BasePriority)+int64(desired), d.Reason)
+		if desired < wf.Boost && wf.QuotaReserved {
+			res, err := r.wl.wakeWaiting(ctx, wf.ClusterQueue, wl.UID)
+			if err != nil {
+				log.FromContext(ctx).Error(err, "waking waiting Workloads", "clusterQueue", wf.ClusterQueue)
+			}
+			metricNudges.Add(float64(len(res.Nudged)))
+			if len(res.Nudged) > 0 {
+				note += fmt.Sprintf("; woke %d waiting Workload(s) in ClusterQueue %s", len(res.Nudged), wf.ClusterQueue)
+			}
+			if len(res.Skipped) > 0 {
+				log.FromContext(ctx).Info("waiting Workloads not woken", "clusterQueue", wf.ClusterQueue, "skipped", res.Skipped)
+			}
+		}
+		r.event(tj, wl, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
+		r.event(wl, tj, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
+	}
+
+	// The stop action: once per decision made during the current admission.
+	if enforce && d.Action == preempt.ActionDeactivate && wf.Running() && facts.AdmittedAt != nil && d.At >= *facts.AdmittedAt &&
+		(st.work.DeactivatedTime == nil || d.At > unixSeconds(st.work.DeactivatedTime.Time)) {
+		if err := r.wl.deactivate(ctx, wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("deactivate Workload %s: %w", wl.Name, err)
+		}
+		metricDeactivations.Inc()
+		t := metav1.NewTime(now.UTC().Truncate(time.Second))
+		st.work.DeactivatedTime, st.work.LastPlannerEvictionTime = &t, &t
+		note := fmt.Sprintf("stopped: Workload %s set to spec.active=false; saves %.1f GPU-hours: %s", wl.Name, d.GPUHoursSaved, d.Reason)
+		r.event(tj, wl, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
+		r.event(wl, tj, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
+	}
+	return nil
+}
+
+// writeStatus persists the status when a forecast was made or something
+// other than observation bookkeeping changed.
+func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, forecasted bool) error {
+	if st.obj == nil {
+		return nil
+	}
+	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(st.work)) {
+		return nil
+	}
+	hist, err := st.hist.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode history: %w", err)
+	}
+	status := *st.work.DeepCopy()
+	status.Revision = st.obj.Status.Revision + 1
+	status.History = &runtime.RawExtension{Raw: hist}
+	if !st.decision.IsZero() {
+		b, err := json.Marshal(st.decision)
+		if err != nil {
+			return fmt.Errorf("encode decision: %w", err)
+		}
+		status.Decision = &runtime.RawExtension{Raw: b}
+	}
+	pf := st.obj.DeepCopy()
+	pf.Status = status
+	err = r.client.Status().Update(ctx, pf)
+	if apierrors.IsConflict(err) {
+		// Someone changed the object (metadata, or another planner after a
+		// leader change). If the status is still ours, retry on top of it.
+		var fresh v1alpha1.ProgressForecast
+		if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pf), &fresh); gerr != nil {
+			return errors.Join(err, gerr)
+		}
+		if fresh.Status.Revision != st.obj.Status.Revision || fresh.UID != st.obj.UID {
+			st.hist = nil // reload from the object on the next reconcile
+			st.obj = nil
+			return err
+		}
+		pf.ObjectMeta = *fresh.ObjectMeta.DeepCopy()
+		err = r.client.Status().Update(ctx, pf)
+	}
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			st.hist, st.obj = nil, nil
+		}
+		return err
+	}
+	st.obj = pf
+	return nil
+}
+
+// writeRelevant clears what changes with every report, the raw fields and
+// the revision, so that they alone never cause a write.
+func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastStatus {
+	c := *s.DeepCopy()
+	c.Revision = 0
+	c.History, c.Decision = nil, nil
+	c.Observations = 0
+	c.LastObservedTime, c.LastReportTime = nil, nil
+	c.ObservedStatusHash = ""
+	c.Rejections, c.LastRejection = nil, ""
+	return c
+}

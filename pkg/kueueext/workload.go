@@ -1,0 +1,440 @@
+package kueueext
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+)
+
+// WorkloadFacts is what the planner reads from a TrainJob's Workload.
+type WorkloadFacts struct {
+	Name string
+	UID  types.UID
+	// BasePriority is spec.priority (0 when unset).
+	BasePriority int32
+	// GPUs requested: GPU resource of each pod (containers summed, or the
+	// largest init container if larger) times the pod set's count, summed
+	// over pod sets.
+	GPUs int
+	// QueueName is the LocalQueue; ClusterQueue is from status.admission
+	// when quota is reserved (the controller fills it from the LocalQueue
+	// otherwise).
+	QueueName     string
+	ClusterQueue  string
+	QuotaReserved bool
+	// Admitted: the Admitted condition is True (quota reserved and all
+	// admission checks passed); AdmittedAt is its transition time.
+	Admitted   bool
+	AdmittedAt *time.Time
+	// Active is spec.active (default true).
+	Active   bool
+	Finished bool
+	// Evictions counts evictions of any cause (status.schedulingStats).
+	Evictions int
+	// Evicted is the Evicted condition when True.
+	Evicted *metav1.Condition
+	// Boost is the parsed priority-boost annotation (0 when absent or not
+	// an integer); BoostValue the raw annotation, BoostSet whether present.
+	Boost      int32
+	BoostValue string
+	BoostSet   bool
+	// BoostOwners are the field managers owning the annotation
+	// (managedFields), "name (Operation)", sorted.
+	BoostOwners []string
+	// ForeignOwners are BoostOwners other than the planner.
+	ForeignOwners []string
+}
+
+// ReadWorkload extracts the facts the planner needs from a Workload.
+func ReadWorkload(wl *kueue.Workload, gpu corev1.ResourceName) WorkloadFacts {
+	f := WorkloadFacts{
+		Name:          wl.Name,
+		UID:           wl.UID,
+		QueueName:     string(wl.Spec.QueueName),
+		Active:        wl.Spec.Active == nil || *wl.Spec.Active,
+		QuotaReserved: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved),
+		Finished:      apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished),
+	}
+	if wl.Spec.Priority != nil {
+		f.BasePriority = *wl.Spec.Priority
+	}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		f.GPUs += int(ps.Count) * podResource(&ps.Template.Spec, gpu)
+	}
+	if wl.Status.Admission != nil && f.QuotaReserved {
+		f.ClusterQueue = string(wl.Status.Admission.ClusterQueue)
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		f.Admitted = true
+		t := c.LastTransitionTime.Time
+		f.AdmittedAt = &t
+	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		cc := *c
+		f.Evicted = &cc
+	}
+	if s := wl.Status.SchedulingStats; s != nil {
+		for _, e := range s.Evictions {
+			f.Evictions += int(e.Count)
+		}
+	}
+	if v, ok := wl.Annotations[AnnotationPriorityBoost]; ok {
+		f.BoostSet, f.BoostValue = true, v
+		if b, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil {
+			f.Boost = int32(b)
+		}
+	}
+	f.BoostOwners = BoostOwners(wl.ManagedFields)
+	f.ForeignOwners = ForeignBoostOwners(wl.ManagedFields)
+	return f
+}
+
+// Running reports whether the Workload holds its resources: admitted,
+// active and not finished.
+func (f WorkloadFacts) Running() bool { return f.Admitted && f.Active && !f.Finished }
+
+// Pending reports whether the Workload waits for admission.
+func (f WorkloadFacts) Pending() bool { return !f.QuotaReserved && f.Active && !f.Finished }
+
+// podResource is a pod's effective request of one resource: the containers'
+// sum (restartable init containers, i.e. sidecars, included), or the
+// largest regular init container if that is larger. A container without a
+// request counts its limit.
+func podResource(spec *corev1.PodSpec, name corev1.ResourceName) int {
+	get := func(c *corev1.Container) int64 {
+		if q, ok := c.Resources.Requests[name]; ok {
+			return q.Value()
+		}
+		if q, ok := c.Resources.Limits[name]; ok {
+			return q.Value()
+		}
+		return 0
+	}
+	var sum, initMax int64
+	for i := range spec.Containers {
+		sum += get(&spec.Containers[i])
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum += get(c)
+		} else {
+			initMax = max(initMax, get(c))
+		}
+	}
+	return int(max(sum, initMax))
+}
+
+// fieldsV1 is the JSON shape of a managedFields entry's fieldsV1.
+type fieldsV1 map[string]json.RawMessage
+
+// BoostOwners returns the field managers that own the priority-boost
+// annotation according to managedFields, as "manager (Operation)", sorted.
+// Entries for subresources (status) are ignored.
+func BoostOwners(entries []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Subresource != "" || e.FieldsV1 == nil || !ownsAnnotation(e.FieldsV1.Raw, AnnotationPriorityBoost) {
+			continue
+		}
+		s := e.Manager + " (" + string(e.Operation) + ")"
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ForeignBoostOwners returns the managers other than the planner that own
+// the priority-boost annotation, sorted and without duplicates.
+func ForeignBoostOwners(entries []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Subresource != "" || e.FieldsV1 == nil || e.Manager == FieldManager {
+			continue
+		}
+		if ownsAnnotation(e.FieldsV1.Raw, AnnotationPriorityBoost) && !slices.Contains(out, e.Manager) {
+			out = append(out, e.Manager)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PlannerOwnsBoost reports whether the planner's field manager owns the
+// annotation.
+func PlannerOwnsBoost(entries []metav1.ManagedFieldsEntry) bool {
+	for _, e := range entries {
+		if e.Subresource == "" && e.FieldsV1 != nil && e.Manager == FieldManager && ownsAnnotation(e.FieldsV1.Raw, AnnotationPriorityBoost) {
+			return true
+		}
+	}
+	return false
+}
+
+func ownsAnnotation(raw []byte, key string) bool {
+	var root fieldsV1
+	if json.Unmarshal(raw, &root) != nil {
+		return false
+	}
+	var md fieldsV1
+	if json.Unmarshal(root["f:metadata"], &md) != nil {
+		return false
+	}
+	var ann fieldsV1
+	if json.Unmarshal(md["f:annotations"], &ann) != nil {
+		return false
+	}
+	_, ok := ann["f:"+key]
+	return ok
+}
+
+// SelectWorkload picks the TrainJob's Workload among candidates (listed by
+// the job-uid label): those controlled by the TrainJob and not being
+// deleted. A single unfinished one wins; with none unfinished, the newest
+// finished one. With several unfinished ones (Kueue replaces a Workload
+// briefly), it returns nil and their number: the caller waits.
+func SelectWorkload(jobUID types.UID, candidates []kueue.Workload) (sel *kueue.Workload, live int) {
+	var unfinished, finished []*kueue.Workload
+	for i := range candidates {
+		wl := &candidates[i]
+		ref := metav1.GetControllerOf(wl)
+		if ref == nil || ref.UID != jobUID || wl.DeletionTimestamp != nil {
+			continue
+		}
+		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			finished = append(finished, wl)
+		} else {
+			unfinished = append(unfinished, wl)
+		}
+	}
+	switch {
+	case len(unfinished) == 1:
+		return unfinished[0], 1
+	case len(unfinished) > 1:
+		return nil, len(unfinished)
+	case len(finished) > 0:
+		newest := slices.MaxFunc(finished, func(a, b *kueue.Workload) int {
+			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		})
+		return newest, 0
+	}
+	return nil, 0
+}
+
+// PlannerEviction returns the time of an eviction the planner caused, when
+// the Workload is evicted (Evicted=True) after lastRecorded and either
+// the planner's negative boost was in effect before it (preemption), or
+// the planner deactivated it before it.
+func PlannerEviction(evicted *metav1.Condition, appliedBoost int32, boostChanged, deactivated, lastRecorded *time.Time) *time.Time {
+	if evicted == nil || evicted.Status != metav1.ConditionTrue {
+		return nil
+	}
+	at := evicted.LastTransitionTime.Time
+	if lastRecorded != nil && !at.After(*lastRecorded) {
+		return nil
+	}
+	switch evicted.Reason {
+	case kueue.WorkloadDeactivated:
+		if deactivated != nil && !deactivated.After(at) {
+			return &at
+		}
+	default:
+		if appliedBoost < 0 && boostChanged != nil && !boostChanged.After(at) {
+			return &at
+		}
+	}
+	return nil
+}
+
+// nudgeValue returns a different spelling of the same boost, so that
+// re-writing the annotation changes it (Kueue requeues a waiting Workload
+// only when its priority-boost annotation string changes) without changing
+// the priority: absent → "0", "N" → "+N" or "-0N", and back.
+func nudgeValue(current string, set bool) string {
+	if !set || strings.TrimSpace(current) == "" {
+		return "0"
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(current), 10, 32)
+	if err != nil {
+		return current
+	}
+	canonical := strconv.FormatInt(v, 10)
+	if current != canonical {
+		return canonical
+	}
+	if v < 0 {
+		return "-0" + strconv.FormatInt(-v, 10)
+	}
+	return "+" + canonical
+}
+
+// workloadApply is a server-side apply configuration of a Workload's
+// priority-boost annotation only (absent when value is ""). The UID makes
+// the apply fail instead of creating a Workload that has just been deleted;
+// a non-empty resourceVersion makes it conditional (optimistic concurrency).
+func workloadApply(name, namespace string, uid types.UID, resourceVersion, value string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(kueue.GroupVersion.String())
+	u.SetKind("Workload")
+	u.SetName(name)
+	u.SetNamespace(namespace)
+	u.SetUID(uid)
+	if resourceVersion != "" {
+		u.SetResourceVersion(resourceVersion)
+	}
+	if value != "" {
+		u.SetAnnotations(map[string]string{AnnotationPriorityBoost: value})
+	}
+	return u
+}
+
+// workloads reads and writes Kueue Workloads for the reconciler.
+type workloads struct {
+	c         client.Client
+	gpu       corev1.ResourceName
+	maxNudges int
+}
+
+// find lists the TrainJob's Workloads by the job-uid label and selects one.
+func (w *workloads) find(ctx context.Context, tj *trainer.TrainJob) (*kueue.Workload, int, error) {
+	var list kueue.WorkloadList
+	if err := w.c.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels{LabelJobUID: string(tj.UID)}); err != nil {
+		return nil, 0, err
+	}
+	sel, live := SelectWorkload(tj.UID, list.Items)
+	return sel, live, nil
+}
+
+// clusterQueueOf resolves a Workload's ClusterQueue: from its admission,
+// else from its LocalQueue ("" when unknown).
+func (w *workloads) clusterQueueOf(ctx context.Context, wl *kueue.Workload, lqCache map[string]string) string {
+	if wl.Status.Admission != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
+		return string(wl.Status.Admission.ClusterQueue)
+	}
+	if wl.Spec.QueueName == "" {
+		return ""
+	}
+	key := wl.Namespace + "/" + string(wl.Spec.QueueName)
+	if cq, ok := lqCache[key]; ok {
+		return cq
+	}
+	var lq kueue.LocalQueue
+	cq := ""
+	if err := w.c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, &lq); err == nil {
+		cq = string(lq.Spec.ClusterQueue)
+	}
+	if lqCache != nil {
+		lqCache[key] = cq
+	}
+	return cq
+}
+
+// setBoost writes the Workload's boost annotation by server-side apply
+// (field manager "progress-planner", touching only that annotation). The
+// value is written even when it is 0: removing the field would not work
+// reliably, because Kueue's own status applies (BaseSSAWorkload) copy every
+// annotation and so co-own it from the status subresource. Ownership is
+// forced, which takes the field only from such status-subresource entries:
+// the caller has checked at wl's resourceVersion that no other manager owns
+// it (ForeignBoostOwners), and the resourceVersion precondition makes the
+// write fail with a conflict if anything changed since.
+func (w *workloads) setBoost(ctx context.Context, wl *kueue.Workload, value int32) error {
+	u := workloadApply(wl.Name, wl.Namespace, wl.UID, wl.ResourceVersion, strconv.FormatInt(int64(value), 10))
+	return w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// deactivate sets spec.active=false (a merge patch: it fails if the
+// Workload is gone, and never creates one).
+func (w *workloads) deactivate(ctx context.Context, wl *kueue.Workload) error {
+	patch := []byte(`{"spec":{"active":false}}`)
+	return w.c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+}
+
+// nudgeResult reports what wakeWaiting did.
+type nudgeResult struct {
+	Nudged  []string // namespace/name
+	Skipped []string // namespace/name: reason
+}
+
+// wakeWaiting re-spells the boost annotation of up to maxNudges waiting
+// Workloads of clusterQueue (highest effective priority first, then
+// oldest), so that Kueue requeues them after the planner lowered the boost
+// of an admitted Workload there (Kueue v0.17 does not do it by itself for
+// Workloads without a WorkloadPriorityClass). Workloads whose annotation
+// another writer owns are skipped: the planner never fights over it.
+func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except types.UID) (nudgeResult, error) {
+	var res nudgeResult
+	if clusterQueue == "" || w.maxNudges == 0 {
+		return res, nil
+	}
+	var list kueue.WorkloadList
+	if err := w.c.List(ctx, &list); err != nil {
+		return res, err
+	}
+	lqCache := map[string]string{}
+	var waiting []*kueue.Workload
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if wl.UID == except || wl.DeletionTimestamp != nil {
+			continue
+		}
+		f := ReadWorkload(wl, "")
+		if !f.Pending() || w.clusterQueueOf(ctx, wl, lqCache) != clusterQueue {
+			continue
+		}
+		waiting = append(waiting, wl)
+	}
+	eff := func(wl *kueue.Workload) int64 {
+		f := ReadWorkload(wl, "")
+		return int64(f.BasePriority) + int64(f.Boost)
+	}
+	slices.SortFunc(waiting, func(a, b *kueue.Workload) int {
+		if c := cmp.Compare(eff(b), eff(a)); c != 0 {
+			return c
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	for _, wl := range waiting {
+		key := wl.Namespace + "/" + wl.Name
+		if len(res.Nudged) >= w.maxNudges {
+			res.Skipped = append(res.Skipped, key+": nudge limit reached")
+			continue
+		}
+		if foreign := ForeignBoostOwners(wl.ManagedFields); len(foreign) > 0 {
+			res.Skipped = append(res.Skipped, key+": annotation owned by "+strings.Join(foreign, ", "))
+			continue
+		}
+		cur, set := wl.Annotations[AnnotationPriorityBoost]
+		u := workloadApply(wl.Name, wl.Namespace, wl.UID, wl.ResourceVersion, nudgeValue(cur, set))
+		// Forced for the reason setBoost is; the resourceVersion guards it.
+		err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				res.Skipped = append(res.Skipped, key+": changed meanwhile")
+				continue
+			}
+			return res, fmt.Errorf("nudge %s: %w", key, err)
+		}
+		res.Nudged = append(res.Nudged, key)
+	}
+	return res, nil
+}
