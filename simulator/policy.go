@@ -282,7 +282,6 @@ func (d *decider) tick(e *engine, j *jobState) float64 {
 	return next
 }
 
-
 // oracleForecast is what a perfect forecaster would say about j at e.now:
 // exact progress, step rate and ETA, the true plateau onset (probability 1
 // past it, 0 before), the true remaining improvement, confidence 1.
