@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -23,15 +24,14 @@ import (
 // cutEps is the tolerance of "t <= at" (the same as the backtest's).
 const cutEps = 1e-9
 
-// errLiveForecast is the answer to --trainjob until the controller exists.
-var errLiveForecast = errors.New("live forecasts need the controller (planner run), not built yet")
-
 type forecastFlags struct {
 	at         float64
 	atFraction float64
 	objective  string
 	output     string
 	trainJob   string
+	kubeconfig string
+	context    string
 }
 
 func newForecastCmd() *cobra.Command {
@@ -74,7 +74,9 @@ error (including --trainjob, which needs the controller).`,
 	f.Float64Var(&fl.atFraction, "at-fraction", 0, "forecast as of this fraction of the header's outcome.endSeconds (of the last report's t without an outcome)")
 	f.StringVar(&fl.objective, "objective", "", "objective METRIC[,minimize|maximize][,target=X] (default: the header's, else eval_loss or loss)")
 	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json or yaml")
-	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME (needs the controller: not built yet)")
+	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME from its ProgressForecast history (written by planner run)")
+	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "with --trainjob: kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	f.StringVar(&fl.context, "context", "", "with --trainjob: kubeconfig context to use")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -83,29 +85,6 @@ error (including --trainjob, which needs the controller).`,
 
 func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	flags := cmd.Flags()
-	if fl.trainJob != "" {
-		if len(args) > 0 {
-			return usageErrorf("--trainjob and a history file cannot be used together")
-		}
-		ns, name, ok := strings.Cut(fl.trainJob, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return usageErrorf("--trainjob %q: want NAMESPACE/NAME", fl.trainJob)
-		}
-		return &exitError{code: exitUsage, err: errLiveForecast}
-	}
-	if len(args) != 1 {
-		return usageErrorf("want exactly one history file (or - for standard input), got %d arguments; see planner forecast --help", len(args))
-	}
-	atSet, fracSet := flags.Changed("at"), flags.Changed("at-fraction")
-	if atSet && fracSet {
-		return usageErrorf("--at and --at-fraction cannot be used together")
-	}
-	if atSet && !(fl.at >= 0 && !math.IsInf(fl.at, 0)) {
-		return usageErrorf("--at %v: want seconds >= 0", fl.at)
-	}
-	if fracSet && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
-		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
-	}
 	switch fl.output {
 	case "table", "json", "yaml":
 	default:
@@ -118,6 +97,40 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 			return usageErrorf("--objective: %v", err)
 		}
 		objFlag = &o
+	}
+	atSet, fracSet := flags.Changed("at"), flags.Changed("at-fraction")
+	if fl.trainJob != "" {
+		if len(args) > 0 {
+			return usageErrorf("--trainjob and a history file cannot be used together")
+		}
+		ns, name, ok := strings.Cut(fl.trainJob, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return usageErrorf("--trainjob %q: want NAMESPACE/NAME", fl.trainJob)
+		}
+		if atSet || fracSet {
+			return usageErrorf("--trainjob forecasts as of now: --at and --at-fraction apply to history files")
+		}
+		rc, err := restConfig(fl.kubeconfig, fl.context)
+		if err != nil {
+			return err
+		}
+		out, err := liveForecast(cmd.Context(), rc, ns, name, time.Now(), objFlag)
+		if err != nil {
+			return err
+		}
+		return writeForecast(cmd.OutOrStdout(), out, fl.output)
+	}
+	if len(args) != 1 {
+		return usageErrorf("want exactly one history file (or - for standard input), got %d arguments; see planner forecast --help", len(args))
+	}
+	if atSet && fracSet {
+		return usageErrorf("--at and --at-fraction cannot be used together")
+	}
+	if atSet && !(fl.at >= 0 && !math.IsInf(fl.at, 0)) {
+		return usageErrorf("--at %v: want seconds >= 0", fl.at)
+	}
+	if fracSet && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
+		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
 	}
 
 	hf, err := readHistory(args[0], cmd.InOrStdin())
@@ -137,8 +150,14 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(cmd.OutOrStdout())
-	switch fl.output {
+	return writeForecast(cmd.OutOrStdout(), out, fl.output)
+}
+
+// writeForecast prints out in format (table, json or yaml).
+func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
+	w := bufio.NewWriter(dst)
+	var err error
+	switch format {
 	case "json":
 		err = writeForecastJSON(w, out)
 	case "yaml":

@@ -733,7 +733,7 @@ func TestForecastUsageErrors(t *testing.T) {
 		{"bad objective", []string{p, "--objective", "loss,upward"}, "--objective"},
 		{"unknown flag", []string{p, "--bogus"}, "unknown flag"},
 		{"bad at value", []string{p, "--at", "soon"}, "invalid argument"},
-		{"trainjob", []string{"--trainjob", "team-a/llama"}, "live forecasts need the controller (planner run), not built yet"},
+		{"trainjob with a cut", []string{"--trainjob", "team-a/llama", "--at", "5"}, "--trainjob forecasts as of now"},
 		{"trainjob malformed", []string{"--trainjob", "llama"}, "want NAMESPACE/NAME"},
 		{"trainjob and file", []string{p, "--trainjob", "team-a/llama"}, "cannot be used together"},
 	}
@@ -774,7 +774,7 @@ func TestForecastExitCodes(t *testing.T) {
 		{"ok", []string{"forecast", good, "--at", "400"}, 0, ""},
 		{"bad file", []string{"forecast", bad}, 1, "line 4:"},
 		{"conflicting flags", []string{"forecast", good, "--at", "1", "--at-fraction", "0.1"}, 2, "cannot be used together"},
-		{"trainjob", []string{"forecast", "--trainjob", "ns/name"}, 2, "live forecasts need the controller (planner run), not built yet"},
+		{"trainjob with a cut", []string{"forecast", "--trainjob", "ns/name", "--at-fraction", "0.5"}, 2, "--trainjob forecasts as of now"},
 		{"unknown flag", []string{"forecast", good, "--nope"}, 2, "unknown flag"},
 	}
 	for _, c := range cases {
