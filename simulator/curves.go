@@ -12,6 +12,8 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/synth"
+
+	"github.com/progress-planner/planner/internal/splitmix"
 )
 
 // PlateauEpsilon is the ground truth's plateau definition, the forecast's
@@ -302,14 +304,14 @@ var expRate = math.Log((1 + PlateauEpsilon) / PlateauEpsilon)
 // FamilyCurve draws one parametric curve (pkg/synth families) from r.
 func (f Families) FamilyCurve(name string, r *rng) *Curve {
 	const steps = 10000.0
-	sc := synth.Curve{C: 1 + r.float64(), A: 2 + 2*r.float64()}
-	if r.float64() < f.PlateauShare {
-		onset := f.OnsetMin + (f.OnsetMax-f.OnsetMin)*r.float64()
+	sc := synth.Curve{C: 1 + r.Float64(), A: 2 + 2*r.Float64()}
+	if r.Float64() < f.PlateauShare {
+		onset := f.OnsetMin + (f.OnsetMax-f.OnsetMin)*r.Float64()
 		sc.Family, sc.R = synth.FamilyExponential, expRate/(onset*steps)
 	} else {
 		sc.Family = synth.FamilyInversePower
-		sc.R = (2 + 18*r.float64()) / steps
-		sc.Alpha = 0.3 + 0.4*r.float64()
+		sc.R = (2 + 18*r.Float64()) / steps
+		sc.Alpha = 0.3 + 0.4*r.Float64()
 	}
 	c := &Curve{Name: name + "/" + sc.Family, Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
 	clean := make([]float64, f.Points)
@@ -317,7 +319,7 @@ func (f Families) FamilyCurve(name string, r *rng) *Curve {
 		x := float64(i+1) / float64(f.Points)
 		clean[i] = sc.Value(x * steps)
 		c.X = append(c.X, x)
-		c.V = append(c.V, roundSig(clean[i]+f.Noise*sc.A*r.norm(), 6))
+		c.V = append(c.V, roundSig(clean[i]+f.Noise*sc.A*r.Norm(), 6))
 	}
 	c.finish(clean)
 	return c
@@ -329,42 +331,16 @@ func roundSig(v float64, n int) float64 {
 	return out
 }
 
-// rng is splitmix64 with a Box-Muller normal (the simulator's own
-// generator, so a seed means the same draws on every Go version).
-type rng struct {
-	state uint64
-	spare float64
-	has   bool
-}
+// rng is the shared deterministic source (a seed means the same draws on
+// every Go version).
+type rng = splitmix.Source
 
-func newRNG(seed uint64) *rng { return &rng{state: seed ^ 0x2545f4914f6cdd1d} }
-
-func (r *rng) uint64() uint64 {
-	r.state += 0x9e3779b97f4a7c15
-	z := r.state
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// float64 is uniform in (0,1).
-func (r *rng) float64() float64 { return (float64(r.uint64()>>11) + 0.5) / (1 << 53) }
-
-func (r *rng) norm() float64 {
-	if r.has {
-		r.has = false
-		return r.spare
-	}
-	u1, u2 := r.float64(), r.float64()
-	m := math.Sqrt(-2 * math.Log(u1))
-	r.spare, r.has = m*math.Sin(2*math.Pi*u2), true
-	return m * math.Cos(2*math.Pi*u2)
-}
+func newRNG(seed uint64) *rng { return splitmix.New(seed ^ 0x2545f4914f6cdd1d) }
 
 // jobRNG is a generator for one job's draws, independent of the order in
 // which jobs are drawn.
 func jobRNG(seed uint64, id int, stream uint64) *rng {
 	r := newRNG(seed ^ (uint64(id)+1)*0x9e3779b97f4a7c15 ^ stream*0xd1b54a32d192ed03)
-	r.uint64()
+	r.Uint64()
 	return r
 }

@@ -436,7 +436,7 @@ func (s *Scenario) Resolve() (*Input, error) {
 		if j.Curve == nil {
 			r := jobRNG(s.Seed, i, 2)
 			if curves != nil {
-				j.Curve = curves.Pick(j.Duration, r.float64())
+				j.Curve = curves.Pick(j.Duration, r.Float64())
 			} else {
 				j.Curve = fam.FamilyCurve(fmt.Sprintf("family-%d", i), r)
 			}
@@ -525,18 +525,18 @@ func (s *Scenario) generate(in *Input) {
 	t := 0.0
 	cl, _ := newCluster(in.Queues) // validated by Run; only used for the largest request a queue can hold
 	for i := range g.Jobs {
-		t += -math.Log(r.float64()) / rate
+		t += -math.Log(r.Float64()) / rate
 		jr := jobRNG(s.Seed, i, 1)
 		j := &Job{
 			Name:       fmt.Sprintf("job-%05d", i),
 			Arrival:    math.Round(t),
-			Duration:   g.duration(jr.float64()),
-			GPUs:       g.gpuDraw(jr.float64()),
-			Priority:   s.priorityDraw(jr.float64()),
+			Duration:   g.duration(jr.Float64()),
+			GPUs:       g.gpuDraw(jr.Float64()),
+			Priority:   s.priorityDraw(jr.Float64()),
 			TotalSteps: 10000,
 		}
 		// Queues in proportion to their nominal quota.
-		u := jr.float64() * float64(capacity)
+		u := jr.Float64() * float64(capacity)
 		for _, q := range in.Queues {
 			j.Queue = q.Name
 			if u < float64(q.GPUs) {
@@ -601,7 +601,7 @@ func (s *Scenario) fromTrace(in *Input) error {
 		jr := jobRNG(s.Seed, i, 1)
 		in.Jobs = append(in.Jobs, &Job{
 			Name: tj.Name, Queue: q, Arrival: tj.Arrival, GPUs: tj.GPUs, Duration: tj.Duration,
-			Priority: s.priorityDraw(jr.float64()), TotalSteps: 10000,
+			Priority: s.priorityDraw(jr.Float64()), TotalSteps: 10000,
 		})
 	}
 	return nil

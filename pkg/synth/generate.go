@@ -227,7 +227,7 @@ func (s Spec) extend(pts []point, inc *Incident, r *rng) ([]point, float64, map[
 	for step := s.TotalSteps + s.LogEvery; step <= total; step += s.LogEvery {
 		dt := float64(s.LogEvery) * lateStep
 		if s.StepJitter > 0 {
-			dt *= math.Max(0.2, 1+s.StepJitter*r.norm())
+			dt *= math.Max(0.2, 1+s.StepJitter*r.Norm())
 		}
 		t += dt
 		p := point{step: float64(step), t: roundMS(t)}
@@ -235,7 +235,7 @@ func (s Spec) extend(pts []point, inc *Incident, r *rng) ([]point, float64, map[
 			if n == mEval && step%s.EvalEvery != 0 && step != total {
 				continue
 			}
-			p.vals = append(p.vals, kv{n, final[n] + noise[n]*r.norm()})
+			p.vals = append(p.vals, kv{n, final[n] + noise[n]*r.Norm()})
 		}
 		pts = append(pts, p)
 	}

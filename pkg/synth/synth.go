@@ -268,12 +268,12 @@ func (s Spec) healthyPoints(r *rng) (pts []point, status string) {
 			dt += s.stepTime(i)
 		}
 		if s.StepJitter > 0 {
-			dt *= math.Max(0.2, 1+s.StepJitter*r.norm())
+			dt *= math.Max(0.2, 1+s.StepJitter*r.Norm())
 		}
 		t += dt
 		prev = step
 		p := point{step: float64(step), t: roundMS(t)}
-		p.vals = append(p.vals, kv{mLoss, s.Curve.Value(float64(step)) + s.TrainNoise*s.Curve.A*r.norm()})
+		p.vals = append(p.vals, kv{mLoss, s.Curve.Value(float64(step)) + s.TrainNoise*s.Curve.A*r.Norm()})
 		if s.LearningRate > 0 {
 			p.vals = append(p.vals, kv{mLR, s.LearningRate * (1 - float64(step)/float64(s.TotalSteps))})
 		}
@@ -298,7 +298,7 @@ func (s Spec) healthyPoints(r *rng) (pts []point, status string) {
 }
 
 func (s Spec) evalValue(step float64, r *rng) float64 {
-	return s.Curve.Value(step) + s.EvalOffset + s.EvalNoise*s.Curve.A*r.norm()
+	return s.Curve.Value(step) + s.EvalOffset + s.EvalNoise*s.Curve.A*r.Norm()
 }
 
 // fmtValue renders a metric value as the reporter does ("%.6g", integers
