@@ -25,6 +25,8 @@ type runFlags struct {
 	logFormat   string
 	verbosity   int
 	printConfig bool
+	apiQPS      float32
+	apiBurst    int
 }
 
 func newRunCmd() *cobra.Command {
@@ -58,6 +60,11 @@ docs/controller.md describes everything in detail.`,
 	f.StringVar(&fl.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&fl.verbosity, "v", "v", 0, "log verbosity (0: info; higher: more detail)")
 	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective config and exit")
+	// client-go's defaults (5 requests/s, burst 10) throttle the planner far
+	// below its own forecast rate limit with hundreds of jobs
+	// (BenchmarkPlannerScale, docs/benchmarks.md).
+	f.Float32Var(&fl.apiQPS, "kube-api-qps", 50, "sustained requests per second to the API server")
+	f.IntVar(&fl.apiBurst, "kube-api-burst", 100, "request burst to the API server")
 	return cmd
 }
 
@@ -85,10 +92,14 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
+	if !(fl.apiQPS > 0) || fl.apiBurst < 1 {
+		return usageErrorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
 	rc, err := restConfig(fl.kubeconfig, fl.context)
 	if err != nil {
 		return err
 	}
+	rc.QPS, rc.Burst = fl.apiQPS, fl.apiBurst
 	mgr, err := kueueext.NewManager(rc, cfg)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

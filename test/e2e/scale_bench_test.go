@@ -1,0 +1,542 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/test/framework"
+)
+
+// BenchmarkPlannerScale is the controller-at-scale measurement of
+// docs/benchmarks.md ("Controller at scale"): PLANNER_SCALE_JOBS TrainJobs
+// (default 1,000), all admitted by Kueue, each get a new
+// status.trainerStatus every PLANNER_SCALE_PERIOD (default 5s) for
+// PLANNER_SCALE_WARMUP (default 30s) plus PLANNER_SCALE_DURATION (default
+// 5m), against the real control plane. `planner run` is a separate process
+// (built from ./cmd/planner, default config but leader election, metrics and
+// health off), so its CPU and memory are its own.
+//
+// It runs the scenario once whatever b.N is (run it with -benchtime 1x) and
+// reports, over the measurement window (after the warm-up):
+//
+//   - p50/p99-latency-s: for every new forecast the planner writes to a
+//     ProgressForecast (status.forecast.time changes and status.forecast.step
+//     is a newer step than the previous forecast's), the time this process's
+//     watch saw that status minus the time the API server acknowledged the
+//     trainerStatus write carrying that step (the latest report the decision
+//     incorporates). The planner forecasts a job at most once per
+//     forecast.minInterval, so this includes up to one PERIOD of waiting by
+//     design; write-p99-s is the acknowledgement time of the writes themselves.
+//   - p99-due-latency-s: the same, but from when the decision was due: the
+//     later of that acknowledgement and the previous decision's time
+//     (status.decision.at, the planner's clock, same machine) +
+//     minInterval (30s), i.e. the latency the rate limit does not explain.
+//   - planner-cores: the planner's utime+stime over the window / window.
+//   - planner-maxrss-MiB: the planner's VmHWM at the end.
+//   - decisions, updates/s: the counts behind them.
+func BenchmarkPlannerScale(b *testing.B) {
+	jobs := scaleEnvInt(b, "PLANNER_SCALE_JOBS", 1000)
+	period := scaleEnvDur(b, "PLANNER_SCALE_PERIOD", 5*time.Second)
+	warmup := scaleEnvDur(b, "PLANNER_SCALE_WARMUP", 30*time.Second)
+	duration := scaleEnvDur(b, "PLANNER_SCALE_DURATION", 5*time.Minute)
+	if period < time.Second {
+		b.Fatalf("PLANNER_SCALE_PERIOD %v: reports are told apart by their second, use 1s or more", period)
+	}
+	// One run whatever b.N: it takes minutes, so the framework never asks
+	// for more than b.N = 1 unless -benchtime says so.
+	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			continue
+		}
+		runPlannerScale(b, jobs, period, warmup, duration)
+	}
+}
+
+func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Duration) {
+	tmp := b.TempDir()
+	bin := filepath.Join(tmp, "planner")
+	buildStart := time.Now()
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/planner").CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
+	}
+	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
+
+	env := framework.Start(b, framework.Options{ExtraCRDPaths: []string{crdDir}})
+	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+30*time.Minute)
+	defer cancel()
+
+	// The driver's own client: no client-side rate limit worth the name.
+	dcfg := rest.CopyConfig(env.Config)
+	dcfg.QPS, dcfg.Burst = 5000, 10000
+	dc, err := client.New(dcfg, client.Options{Scheme: kueueext.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns, queue := "scale", "scale"
+	if _, err := env.InstallTorchRuntime(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := env.CreateGPUQueue(ctx, ns, queue, jobs); err != nil {
+		b.Fatal(err)
+	}
+
+	// Create the TrainJobs, 16 at a time.
+	createStart := time.Now()
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+	}
+	var createErr atomic.Value
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for name := range work {
+				if _, err := env.CreateTrainJob(ctx, ns, name, queue, 1, ""); err != nil {
+					createErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	if err, _ := createErr.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("created %d TrainJobs in %v", jobs, time.Since(createStart).Round(time.Second))
+	admitStart := time.Now()
+	if _, err := framework.Poll(ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
+		var wls kueue.WorkloadList
+		if err := dc.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		admitted := 0
+		for i := range wls.Items {
+			if framework.WorkloadAdmitted(&wls.Items[i]) {
+				admitted++
+			}
+		}
+		return admitted >= jobs, nil
+	}); err != nil {
+		b.Fatalf("waiting for Kueue to admit %d Workloads: %v", jobs, err)
+	}
+	b.Logf("Kueue admitted all %d Workloads in %v", jobs, time.Since(admitStart).Round(time.Second))
+
+	// acks[j][k] is when the API server acknowledged job j's report k
+	// (current_step = 10k); zero when not (yet) written.
+	type jobAcks struct {
+		mu   sync.Mutex
+		acks []time.Time
+	}
+	acks := make([]*jobAcks, jobs)
+	index := make(map[string]int, jobs)
+	for i, n := range names {
+		acks[i] = &jobAcks{}
+		index[n] = i
+	}
+
+	// Watch the ProgressForecasts.
+	var (
+		mu         sync.Mutex
+		winStart   time.Time
+		winEnd     time.Time
+		latencies  []float64
+		dueLat     []float64
+		lastAt     = map[string]float64{}
+		prevAtOf   = map[string]float64{}
+		unmatched  int
+		lastKey    = map[string]string{}
+		lastStep   = map[string]int{}
+		pfSeen     = map[string]bool{}
+		forecasts  int
+		inWindowOK = func(t time.Time) bool {
+			return !winStart.IsZero() && !t.Before(winStart) && (winEnd.IsZero() || t.Before(winEnd))
+		}
+	)
+	onPF := func(obj any) {
+		seen := time.Now()
+		pf, ok := obj.(*v1alpha1.ProgressForecast)
+		if !ok || pf.Namespace != ns {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pfSeen[pf.Name] = true
+		// Every new decision moves the rate limit, counted or not (the
+		// first one is made before any report, without a forecast summary).
+		var dec struct {
+			At float64 `json:"at"`
+		}
+		if pf.Status.Decision != nil {
+			_ = json.Unmarshal(pf.Status.Decision.Raw, &dec)
+		}
+		if dec.At != 0 && dec.At != lastAt[pf.Name] {
+			prevAtOf[pf.Name] = lastAt[pf.Name]
+			lastAt[pf.Name] = dec.At
+		}
+		prevAt := prevAtOf[pf.Name]
+		f := pf.Status.Forecast
+		if f == nil {
+			return
+		}
+		key := fmt.Sprintf("%s|%s|%d", f.Time.UTC().Format(time.RFC3339), f.Step, f.Reports)
+		if lastKey[pf.Name] == key {
+			return
+		}
+		lastKey[pf.Name] = key
+		stepStr, _, _ := strings.Cut(f.Step, "/")
+		step, err := strconv.ParseFloat(stepStr, 64)
+		k := int(math.Round(step / 10))
+		if err != nil || k <= lastStep[pf.Name] {
+			return // no newer report than the previous forecast
+		}
+		lastStep[pf.Name] = k
+		forecasts++
+		if !inWindowOK(seen) {
+			return
+		}
+		j, ok := index[pf.Name]
+		if !ok {
+			return
+		}
+		ja := acks[j]
+		ja.mu.Lock()
+		var ack time.Time
+		if k < len(ja.acks) {
+			ack = ja.acks[k]
+		}
+		ja.mu.Unlock()
+		if ack.IsZero() {
+			unmatched++
+			return
+		}
+		latencies = append(latencies, seen.Sub(ack).Seconds())
+		// The earliest the rate limit let this forecast happen: the previous
+		// decision's time (planner clock = this machine's) + minInterval.
+		due := ack
+		if prevAt > 1e9 {
+			if allowed := time.Unix(0, int64(prevAt*1e9)).Add(scaleMinInterval); allowed.After(due) {
+				due = allowed
+			}
+		}
+		dueLat = append(dueLat, seen.Sub(due).Seconds())
+	}
+	pfCache, err := cache.New(dcfg, cache.Options{Scheme: kueueext.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inf, err := pfCache.GetInformer(ctx, &v1alpha1.ProgressForecast{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    onPF,
+		UpdateFunc: func(_, o any) { onPF(o) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = pfCache.Start(ctx) }()
+	if !pfCache.WaitForCacheSync(ctx) {
+		b.Fatal("ProgressForecast cache did not sync")
+	}
+
+	// Start `planner run` as its own process.
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
+	kc.CurrentContext = "e2e"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	cfgFile := filepath.Join(tmp, "planner.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
+kind: PlannerConfiguration
+leaderElection:
+  enabled: false
+metrics:
+  bindAddress: "0"
+health:
+  bindAddress: "0"
+policy:
+  mode: enforce
+`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("planner-scale-%d.log", os.Getpid()))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close()
+	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
+	args = append(args, strings.Fields(os.Getenv("PLANNER_SCALE_ARGS"))...) // e.g. "-v 3"
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	pid := cmd.Process.Pid
+	b.Logf("planner pid %d, log %s", pid, logPath)
+
+	// The driver: job j writes at offset j*period/jobs in every period.
+	driveCtx, stopDriving := context.WithCancel(ctx)
+	var (
+		written, failed atomic.Int64
+		wmu             sync.Mutex
+		writeLat        []float64
+	)
+	var dwg sync.WaitGroup
+	driveStart := time.Now()
+	for j, name := range names {
+		dwg.Go(func() {
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			offset := time.Duration(int64(period) * int64(j) / int64(jobs))
+			next := driveStart.Add(offset)
+			for k := 1; ; k++ {
+				select {
+				case <-driveCtx.Done():
+					return
+				case <-time.After(time.Until(next)):
+				}
+				next = next.Add(period)
+				for !next.After(time.Now()) { // fell behind: skip slots
+					next = next.Add(period)
+				}
+				r := scaleReport(k)
+				sent := time.Now()
+				n, err := kueueext.Replay(driveCtx, dc, key, []forecast.FileReport{r}, kueueext.ReplayOptions{})
+				ack := time.Now()
+				if err != nil || n != 1 {
+					if driveCtx.Err() == nil {
+						failed.Add(1)
+					}
+					continue
+				}
+				written.Add(1)
+				ja := acks[j]
+				ja.mu.Lock()
+				for len(ja.acks) <= k {
+					ja.acks = append(ja.acks, time.Time{})
+				}
+				ja.acks[k] = ack
+				ja.mu.Unlock()
+				if !sent.Before(winStartLoad(&mu, &winStart)) {
+					wmu.Lock()
+					writeLat = append(writeLat, ack.Sub(sent).Seconds())
+					wmu.Unlock()
+				}
+			}
+		})
+	}
+
+	select {
+	case <-time.After(warmup):
+	case err := <-exited:
+		b.Fatalf("planner exited during the warm-up: %v (log %s)", err, logPath)
+	}
+	cpu0, err := procCPUSeconds(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	written0 := written.Load()
+	mu.Lock()
+	winStart = time.Now()
+	pfs := len(pfSeen)
+	mu.Unlock()
+	b.Logf("warm-up done: %d ProgressForecasts, %d writes, %d failed; measuring for %v", pfs, written0, failed.Load(), duration)
+
+	select {
+	case <-time.After(duration):
+	case err := <-exited:
+		b.Fatalf("planner exited during the measurement: %v (log %s)", err, logPath)
+	}
+	cpu1, err := procCPUSeconds(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hwm, err := procStatusKiB(pid, "VmHWM")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mu.Lock()
+	winEnd = time.Now()
+	wall := winEnd.Sub(winStart).Seconds()
+	lat := slices.Clone(latencies)
+	dlat := slices.Clone(dueLat)
+	unm, pfs := unmatched, len(pfSeen)
+	mu.Unlock()
+	updates := written.Load() - written0
+	stopDriving()
+	dwg.Wait()
+
+	slices.Sort(lat)
+	slices.Sort(dlat)
+	wmu.Lock()
+	wl := slices.Clone(writeLat)
+	wmu.Unlock()
+	slices.Sort(wl)
+	cores := (cpu1 - cpu0) / wall
+	rssMiB := float64(hwm) / 1024
+	b.ReportMetric(quantile(lat, 0.99), "p99-latency-s")
+	b.ReportMetric(quantile(lat, 0.50), "p50-latency-s")
+	b.ReportMetric(cores, "planner-cores")
+	b.ReportMetric(rssMiB, "planner-maxrss-MiB")
+	b.ReportMetric(float64(len(lat)), "decisions")
+	b.ReportMetric(float64(updates)/wall, "updates/s")
+	b.ReportMetric(quantile(wl, 0.99), "write-p99-s")
+	b.ReportMetric(quantile(dlat, 0.99), "p99-due-latency-s")
+	b.ReportMetric(float64(len(lat))/wall, "decisions/s")
+	b.ReportMetric(float64(pfs), "progressforecasts")
+	b.Logf("%d jobs, period %v, window %.0fs: %d updates (%.1f/s, %d failed overall), %d ProgressForecasts",
+		jobs, period, wall, updates, float64(updates)/wall, failed.Load(), pfs)
+	b.Logf("decisions in window: %d = %.2f/s (a job per minInterval would be %.1f/s) (+%d unmatched); latency p50 %.2fs p90 %.2fs p99 %.2fs max %.2fs",
+		len(lat), float64(len(lat))/wall, float64(jobs)/scaleMinInterval.Seconds(), unm, quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1))
+	b.Logf("latency from when the decision was due (max of the ack and the previous decision + minInterval): p50 %.2fs p90 %.2fs p99 %.2fs max %.2fs",
+		quantile(dlat, 0.5), quantile(dlat, 0.9), quantile(dlat, 0.99), quantile(dlat, 1))
+	b.Logf("trainerStatus write ack: p50 %.3fs p99 %.3fs", quantile(wl, 0.5), quantile(wl, 0.99))
+	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu1-cpu0, wall, rssMiB)
+}
+
+// scaleMinInterval is forecast.minInterval of the planner's (default) config.
+const scaleMinInterval = 30 * time.Second
+
+func winStartLoad(mu *sync.Mutex, t *time.Time) time.Time {
+	mu.Lock()
+	defer mu.Unlock()
+	if t.IsZero() {
+		return time.Unix(1<<40, 0) // not started: nothing counts
+	}
+	return *t
+}
+
+// scaleReport is a progressing job's k-th report: steps up, loss down.
+func scaleReport(k int) forecast.FileReport {
+	loss := 0.5 + 2*math.Exp(-float64(k)/40) + 0.01*math.Sin(float64(k))
+	return forecast.FileReport{TrainerStatus: forecast.TrainerStatus{Metrics: []forecast.MetricValue{
+		{Name: "loss", Value: strconv.FormatFloat(loss, 'f', 4, 64)},
+		{Name: "current_step", Value: strconv.Itoa(10 * k)},
+		{Name: "total_steps", Value: "1000000"},
+	}}}
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+var clkTck = sync.OnceValue(func() float64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 100
+})
+
+// procCPUSeconds is utime+stime of pid from /proc/PID/stat.
+func procCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64) // field 14
+	st, err2 := strconv.ParseFloat(f[12], 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	return (ut + st) / clkTck(), nil
+}
+
+// procStatusKiB reads a "Name: N kB" line of /proc/PID/status.
+func procStatusKiB(pid int, name string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, name)
+}
+
+func scaleEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+func scaleEnvDur(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		b.Fatalf("%s=%q: want a duration", name, v)
+	}
+	return d
+}
