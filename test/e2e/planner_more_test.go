@@ -46,9 +46,11 @@ import (
 // manifests under the planner's own ServiceAccount (9).
 
 // runPlanner runs the planner's manager on rc until stop is called (or the
-// test ends) and returns a client that knows the planner's types (as the
-// administrator) and an idempotent stop.
-func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg kueueext.Config) (client.Client, func()) {
+// test ends), waiting up to startTimeout for its controller to start, and
+// returns a client that knows the planner's types (as the administrator)
+// and an idempotent stop.
+func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg kueueext.Config,
+	startTimeout time.Duration) (client.Client, func()) {
 	t.Helper()
 	mgr, err := kueueext.NewManager(rc, cfg)
 	if err != nil {
@@ -77,7 +79,7 @@ func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *re
 		}
 	}
 	t.Cleanup(stop)
-	if _, err := framework.Poll(ctx, 60*time.Second, func(context.Context) (bool, error) {
+	if _, err := framework.Poll(ctx, startTimeout, func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
 			return false, fmt.Errorf("planner manager exited: %v", err)
@@ -316,7 +318,7 @@ func TestPlannerRestart(t *testing.T) {
 	env := plannerEnv(t)
 	a, wlA := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
 	cfg := testConfig()
-	c, stop := runPlanner(ctx, t, env.Config, env.Config, cfg)
+	c, stop := runPlanner(ctx, t, env.Config, env.Config, cfg, 60*time.Second)
 
 	reports := history(t, "synth__early-plateau").Reports
 	// Plateaued by ~60 %; NearDone (which protects a plateaued job) starts at
@@ -352,7 +354,7 @@ func TestPlannerRestart(t *testing.T) {
 	}
 
 	restartAt := time.Now()
-	c, _ = runPlanner(ctx, t, env.Config, env.Config, cfg)
+	c, _ = runPlanner(ctx, t, env.Config, env.Config, cfg, 60*time.Second)
 	t.Logf("planner restarted in %v", time.Since(restartAt).Round(time.Millisecond))
 	rest2 := replay(ctx, t, c, a, reports[cut:int(float64(len(reports))*0.86)])
 	// The boost holds while the new planner takes over and decides again.
@@ -689,7 +691,7 @@ func TestPlannerShippedManifests(t *testing.T) {
 	})
 
 	a, _, wlA, _ := runningAndPending(ctx, t, env, "")
-	c, _ := runPlanner(ctx, t, rc, env.Config, cfg)
+	c, _ := runPlanner(ctx, t, rc, env.Config, cfg, 60*time.Second)
 	replayStart := time.Now()
 	replayDone := replay(ctx, t, c, a, prefix(history(t, "synth__early-plateau").Reports, 0.9))
 	if _, err := env.WaitFor(ctx, wlA, plannerBound, func() bool { n, ok := boostValue(wlA); return ok && n == -100 }); err != nil {

@@ -72,42 +72,7 @@ func testConfig() kueueext.Config {
 // the test ends and returns a client that knows the planner's types.
 func startPlanner(ctx context.Context, t *testing.T, env *framework.Env, cfg kueueext.Config) client.Client {
 	t.Helper()
-	mgr, err := kueueext.NewManager(env.Config, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg, SkipNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("planner manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("planner manager did not stop within 30s")
-		}
-	})
-	if _, err := framework.Poll(ctx, 30*time.Second, func(context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("planner manager exited: %v", err)
-		default:
-		}
-		return p.Started(), nil
-	}); err != nil {
-		t.Fatalf("planner controller not started: %v", err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := runPlanner(ctx, t, env.Config, env.Config, cfg, 30*time.Second)
 	return c
 }
 
