@@ -29,6 +29,11 @@ var (
 		Help:    "Duration of forecast.Fit for one job.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
+	metricReportAge = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "planner_decision_report_age_seconds",
+		Help:    "For decisions on new reports: time from observing the newest report the decision includes to the decision.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
 	metricDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "planner_decisions_total",
 		Help: "Decisions made, by verdict.",
@@ -71,7 +76,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		ctrlmetrics.Registry.MustRegister(
-			metricObservations, metricRejections, metricForecasts, metricFitDuration,
+			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricReportAge,
 			metricDecisions, metricBoostChanges, metricDeactivations, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 		)

@@ -12,6 +12,14 @@ type scheduleInput struct {
 	LastForecast time.Time // zero: never forecast
 	// NewData: observations arrived since the last forecast.
 	NewData bool
+	// Fresh: a report arrived in this very reconcile, so a forecast now
+	// uses the newest data there is.
+	Fresh bool
+	// ReportGap is the job's usual time between reports (0: not known).
+	// When the rate limit opens between two reports, the forecast waits up
+	// to about one gap for the next report instead of deciding on data
+	// that is already a gap old.
+	ReportGap time.Duration
 	// Urgent names why the verdict could change at once ("" when nothing
 	// did): a non-finite loss, a restart, an admission or eviction, a new
 	// objective, a new Workload.
@@ -35,7 +43,9 @@ type schedule struct {
 //   - the first time;
 //   - when something urgent happened, at most once per UrgentMin;
 //   - when a decision deadline passed, at most once per UrgentMin;
-//   - when new reports arrived, at most once per Min;
+//   - when new reports arrived, at most once per Min: at the first report
+//     after the Min interval, or, when none comes within about one report
+//     gap after it, on the reports already there;
 //   - otherwise once per Idle (a hang shows as the absence of reports).
 func nextForecast(in scheduleInput) schedule {
 	if in.LastForecast.IsZero() {
@@ -47,14 +57,14 @@ func nextForecast(in scheduleInput) schedule {
 		return schedule{Run: true, Why: in.Urgent}
 	case !in.Deadline.IsZero() && !in.Now.Before(in.Deadline) && since >= in.UrgentMin:
 		return schedule{Run: true, Why: "a decision deadline passed"}
-	case in.NewData && since >= in.Min:
+	case in.NewData && since >= in.Min && (in.Fresh || since >= in.Min+in.freshWait()):
 		return schedule{Run: true, Why: "new reports"}
 	case since >= in.Idle:
 		return schedule{Run: true, Why: "no forecast for the idle interval"}
 	}
 	wait := in.Idle - since
 	if in.NewData {
-		wait = min(wait, in.Min-since)
+		wait = min(wait, in.Min+in.freshWait()-since)
 	}
 	if in.Urgent != "" {
 		wait = min(wait, in.UrgentMin-since)
@@ -63,4 +73,11 @@ func nextForecast(in scheduleInput) schedule {
 		wait = min(wait, max(in.Deadline.Sub(in.Now), in.UrgentMin-since))
 	}
 	return schedule{After: max(wait, 100*time.Millisecond)}
+}
+
+// freshWait is how long after the Min interval a forecast waits for the
+// next report: a quarter more than the usual gap (reports jitter), never
+// more than Min itself.
+func (in scheduleInput) freshWait() time.Duration {
+	return min(in.ReportGap+in.ReportGap/4, in.Min)
 }

@@ -19,6 +19,8 @@ func TestNextForecast(t *testing.T) {
 		newData  bool
 		urgent   string
 		deadline time.Duration // from last; 0: none
+		fresh    bool
+		gap      time.Duration
 		run      bool
 		why      string
 		after    time.Duration
@@ -34,11 +36,16 @@ func TestNextForecast(t *testing.T) {
 		{name: "deadline ahead", since: 10 * time.Second, deadline: 25 * time.Second, after: 15 * time.Second},
 		{name: "deadline ahead of new data", since: 10 * time.Second, newData: true, deadline: 12 * time.Second, after: 2 * time.Second},
 		{name: "deadline passed but too soon", since: 1 * time.Second, deadline: 500 * time.Millisecond, after: 4 * time.Second},
+		{name: "window opens between reports: wait for the next", since: 30 * time.Second, newData: true, gap: 4 * time.Second, after: 5 * time.Second},
+		{name: "the next report after the window opened", since: 32 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, run: true, why: "new reports"},
+		{name: "no next report within a gap: decide on what is there", since: 35 * time.Second, newData: true, gap: 4 * time.Second, run: true, why: "new reports"},
+		{name: "a fresh report inside the window still waits", since: 20 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, after: 15 * time.Second},
+		{name: "the wait for a fresh report is at most min", since: 59 * time.Second, newData: true, gap: 10 * time.Minute, after: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := scheduleInput{Now: last.Add(tt.since), LastForecast: last, NewData: tt.newData, Urgent: tt.urgent,
-				Min: minI, UrgentMin: urgentI, Idle: idleI}
+				Fresh: tt.fresh, ReportGap: tt.gap, Min: minI, UrgentMin: urgentI, Idle: idleI}
 			if tt.never {
 				in.LastForecast = time.Time{}
 			}
@@ -84,5 +91,27 @@ func TestNextForecastBoundsRate(t *testing.T) {
 	}
 	if forecasts != 20 {
 		t.Errorf("%d forecasts for 600 reports at 1/s, want 20 (one per 30s)", forecasts)
+	}
+}
+
+// The report gap follows the usual interval, is not thrown by one late
+// report, and is bounded.
+func TestNoteReportGap(t *testing.T) {
+	var st jobState
+	now := t0
+	for range 10 {
+		st.noteReportGap(now)
+		now = now.Add(5 * time.Second)
+	}
+	if st.reportGap != 5*time.Second {
+		t.Fatalf("gap %v after regular 5s reports, want 5s", st.reportGap)
+	}
+	st.noteReportGap(now.Add(60 * time.Second))
+	if st.reportGap <= 5*time.Second || st.reportGap > 20*time.Second {
+		t.Errorf("gap %v after one 65s pause, want between 5s and 20s", st.reportGap)
+	}
+	st.noteReportGap(now.Add(24 * time.Hour))
+	if st.reportGap > maxReportGap {
+		t.Errorf("gap %v above the bound %v", st.reportGap, maxReportGap)
 	}
 }

@@ -111,6 +111,11 @@ type jobState struct {
 
 	lastForecast time.Time
 	newData      bool
+	// lastAccepted is when the newest accepted report was observed, and
+	// reportGap a moving average of the time between accepted reports
+	// (planner clock): the rate limit waits about one gap for fresh data.
+	lastAccepted time.Time
+	reportGap    time.Duration
 	urgent       []string
 	factsKey     string
 	objective    string
@@ -209,7 +214,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	nowSec := unixSeconds(now)
 
 	// 1. Observe a new trainerStatus.
-	r.observe(&tj, st, now)
+	fresh := r.observe(&tj, st, now)
 
 	// 2. Objective and stop opt-in from the TrainJob's annotations.
 	choice := ResolveObjective(tj.Annotations, st.hist)
@@ -233,7 +238,8 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	// 4. Forecast and decide when the rate limit allows.
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)
 	in := scheduleInput{
-		Now: now, LastForecast: st.lastForecast, NewData: st.newData, Urgent: strings.Join(st.urgent, "; "),
+		Now: now, LastForecast: st.lastForecast, Urgent: strings.Join(st.urgent, "; "),
+		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap,
 		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
 	}
 	if !math.IsNaN(deadline) && running {
@@ -273,7 +279,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if jobDone {
 		return ctrl.Result{}, nil
 	}
-	in.LastForecast, in.NewData, in.Urgent = st.lastForecast, st.newData, strings.Join(st.urgent, "; ")
+	in.LastForecast, in.NewData, in.Fresh, in.Urgent = st.lastForecast, st.newData, false, strings.Join(st.urgent, "; ")
 	next := nextForecast(in)
 	after := next.After
 	if next.Run {
@@ -398,12 +404,13 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
 }
 
-// observe folds a new trainerStatus into the history.
-func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now time.Time) {
+// observe folds a new trainerStatus into the history; it reports whether
+// a new report was accepted.
+func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now time.Time) bool {
 	ts := tj.Status.TrainerStatus
 	h := statusHash(ts)
 	if h == "" || h == st.work.ObservedStatusHash {
-		return
+		return false
 	}
 	prevLen, prevSeg := st.hist.Len(), -1
 	if n := st.hist.Len(); n > 0 {
@@ -425,6 +432,7 @@ func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now tim
 	if accepted {
 		metricObservations.WithLabelValues("accepted").Inc()
 		st.newData = true
+		st.noteReportGap(now)
 	} else {
 		metricObservations.WithLabelValues("refused").Inc()
 	}
@@ -451,6 +459,26 @@ func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now tim
 			addUrgent(st, "the job restarted")
 		}
 	}
+	return accepted
+}
+
+// maxReportGap bounds the remembered report gap: a job that reports rarely
+// is forecast on the data it has rather than waited for.
+const maxReportGap = 5 * time.Minute
+
+// noteReportGap updates the moving average of the time between accepted
+// reports (weight 1/4 on the newest gap, so one late report does not
+// dominate).
+func (st *jobState) noteReportGap(now time.Time) {
+	if !st.lastAccepted.IsZero() && now.After(st.lastAccepted) {
+		gap := min(now.Sub(st.lastAccepted), maxReportGap)
+		if st.reportGap == 0 {
+			st.reportGap = gap
+		} else {
+			st.reportGap += (gap - st.reportGap) / 4
+		}
+	}
+	st.lastAccepted = now
 }
 
 func describeRejection(r forecast.Rejection) string {
@@ -618,6 +646,9 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	metricDecisions.WithLabelValues(string(d.Verdict)).Inc()
 	st.decision = d
 	st.lastForecast = now
+	if st.newData && !st.lastAccepted.IsZero() {
+		metricReportAge.Observe(max(now.Sub(st.lastAccepted), 0).Seconds())
+	}
 	st.newData, st.urgent = false, nil
 
 	st.work.Forecast = Summarize(f)
