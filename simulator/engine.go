@@ -258,6 +258,9 @@ func (e *engine) admit(j *jobState) {
 	j.gen++
 	e.q.push(event{t: e.now + (j.Duration - j.work), kind: evFinish, job: int32(j.ID), gen: j.gen})
 	j.nextReport = e.now + j.reportEvery
+	if j.hist != nil {
+		j.hist.Resume() // readmitted: as the controller tells the history
+	}
 	e.record("admit", j, nil)
 	e.scheduleTick(j, e.pol.admitted(e, j))
 }

@@ -160,12 +160,13 @@ func (j *jobState) account(t float64) {
 type tickReason uint8
 
 const (
-	tickFirst    tickReason = iota // first decision after an admission
-	tickCadence                    // the idle cadence
-	tickDeadline                   // a decision deadline (dwell, grace, lease, cooldown)
-	tickTruth                      // oracle: the truth changes (onset, near-done)
-	tickEviction                   // decided at an eviction (not a tick)
+	tickFirst       tickReason = iota // first decision after an admission
+	tickCadence                       // the idle cadence
+	tickDeadline                      // a decision deadline (dwell, grace, lease, cooldown)
+	tickTruth                         // oracle: the truth changes (onset, near-done)
+	tickEviction                      // decided at an eviction (not a tick)
+	tickReadmission                   // readmitted holding a boost: decided at once
 	nTickReasons
 )
 
-var tickReasonNames = [...]string{"first", "cadence", "deadline", "truth", "eviction"}
+var tickReasonNames = [...]string{"first", "cadence", "deadline", "truth", "eviction", "readmission"}

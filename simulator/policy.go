@@ -236,6 +236,14 @@ func (d *decider) decide(e *engine, j *jobState, running bool) {
 }
 
 func (d *decider) admitted(e *engine, j *jobState) float64 {
+	if j.boost != 0 {
+		// Readmitted with the boost it was evicted with (a yield kept
+		// while it waited): decide at once, as the controller does on a
+		// Workload's admission, so the yield is lifted before the next
+		// scheduling pass could preempt it again.
+		j.tickWhy = tickReadmission
+		return e.now
+	}
 	j.tickWhy = tickFirst
 	first := math.Max(d.p.Evidence.MinAge.Seconds(), float64(e.opt.Cadence.First))
 	if d.oracle {
@@ -278,6 +286,13 @@ func (d *decider) tick(e *engine, j *jobState) float64 {
 		if t := math.Max(dl, e.now+urgent); t < next {
 			next, j.tickWhy = t, tickDeadline
 		}
+	}
+	if nd := j.decision.NearDoneAt; nd != nil && *nd < next {
+		// A yielding job crossing into the near-done range is decided
+		// then, not an urgent interval later: a preemption in between
+		// would catch it past the threshold. It happens at most once per
+		// crossing, so it does not undo the cadence's bound on cost.
+		next, j.tickWhy = math.Max(*nd, e.now+1), tickDeadline
 	}
 	return next
 }

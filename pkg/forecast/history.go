@@ -65,6 +65,8 @@ type History struct {
 	rejRecent  []Rejection
 	thinned    int // points dropped by the bound
 	firstNaN   float64
+	// resumed: the next point starts a new segment (Resume).
+	resumed bool
 }
 
 // NewHistory returns an empty history with the given limits (zero fields
@@ -175,8 +177,9 @@ func (h *History) alwaysKept(name string) bool {
 // Invalid values are rejected with a counted reason and never stored; a
 // report that would corrupt the history (out-of-order time, impossible
 // progress or counters) is refused whole. A report that repeats the
-// previous one is collapsed into a heartbeat. A drop of step or progress
-// starts a new segment (a restart from checkpoint).
+// previous one is collapsed into a heartbeat. A drop of step or progress,
+// or a report after a long silence (resumedAfterPause), starts a new
+// segment (a restart from checkpoint).
 func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections []Rejection) {
 	if math.IsNaN(t) || math.IsInf(t, 0) {
 		r := []Rejection{{T: t, Reason: RejectNonFinite, Field: "t"}}
@@ -233,7 +236,7 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 	if n := len(h.points); n > 0 {
 		last := &h.points[n-1]
 		p.Seg = last.Seg
-		if isRestart(last, &p) {
+		if isRestart(last, &p) || h.resumed || h.resumedAfterPause(t) {
 			p.Seg++
 		} else if sameReport(last, &p) {
 			h.lastReport = t
@@ -243,6 +246,7 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 	}
 	h.points = append(h.points, p)
 	h.lastReport = t
+	h.resumed = false
 	if len(h.points) > h.limits.MaxPoints {
 		h.thin()
 	}
@@ -264,6 +268,51 @@ func isRestart(last, p *Point) bool {
 		return true
 	}
 	return false
+}
+
+// Resume tells the history that the job was stopped and started again (the
+// controller sees its Workload readmitted after an eviction): the next
+// report starts a new segment even when its counters do not show the
+// restart, as when the checkpoint was taken after the last report.
+func (h *History) Resume() {
+	if len(h.points) > 0 {
+		h.resumed = true
+	}
+}
+
+// Pause detection: a job preempted and resumed from a checkpoint taken
+// after its last report comes back with a higher step, so no counter drop
+// shows the restart; only the silence does. Without a new segment the
+// time it spent waiting would read as a very slow stretch of training
+// (pace, ETA, and the reported-ETA plausibility check all suffer).
+const (
+	pauseFactor   = 30     // × the segment's median report interval
+	pauseMinimum  = 1800.0 // seconds: never shorter than this
+	pauseInterval = 8      // recent intervals the median is taken over
+)
+
+// resumedAfterPause: a report at t comes after a silence of more than
+// pauseFactor × the current segment's recent median report interval (and
+// more than pauseMinimum). Heartbeats count as reports.
+func (h *History) resumedAfterPause(t float64) bool {
+	gap := t - h.lastReport
+	if gap <= pauseMinimum {
+		return false
+	}
+	pts := h.points
+	n := len(pts)
+	var d [pauseInterval]float64
+	k := 0
+	for i := n - 1; i > 0 && k < pauseInterval && pts[i].Seg == pts[n-1].Seg && pts[i-1].Seg == pts[n-1].Seg; i-- {
+		if dt := pts[i].T - pts[i-1].T; dt > 0 {
+			d[k] = dt
+			k++
+		}
+	}
+	if k < 3 {
+		return false
+	}
+	return gap > pauseFactor*median(d[:k])
 }
 
 // sameReport: nothing but time (and the reported ETA, which a heartbeat

@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -196,5 +197,55 @@ func TestHistoryTrainBeginReportWithoutPriorProgressIsARestart(t *testing.T) {
 	pts := h.Points()
 	if pts[2].Seg != 1 || pts[3].Seg != 1 {
 		t.Errorf("segments %d %d, want the train-begin report to start segment 1", pts[2].Seg, pts[3].Seg)
+	}
+}
+
+// A job resumed from a checkpoint taken after its last report comes back
+// with a higher step: only the silence shows the restart. A long silence
+// starts a new segment, so the waiting time is not read as slow training;
+// ordinary jitter and a silence shorter than the minimum do not.
+func TestHistoryResumeAfterPauseStartsASegment(t *testing.T) {
+	report := func(h *History, t0 float64, step int) {
+		h.Observe(t0, TrainerStatus{Metrics: metrics("current_step", strconv.Itoa(step), "total_steps", "10000", "loss", "1")})
+	}
+	tests := []struct {
+		name    string
+		gap     float64
+		wantSeg int
+	}{
+		{"ten intervals late", 10 * 60, 0},
+		{"29 minutes of silence (below the minimum)", 29 * 60, 0},
+		{"silence of 6 hours", 6 * 3600, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHistory(DefaultLimits())
+			for i := range 10 {
+				report(h, float64(60*i), 100*i)
+			}
+			report(h, 540+tc.gap, 1000)
+			report(h, 600+tc.gap, 1100)
+			pts := h.Points()
+			if got := pts[len(pts)-1].Seg; got != tc.wantSeg {
+				t.Errorf("segment %d after the gap, want %d", got, tc.wantSeg)
+			}
+		})
+	}
+}
+
+// Resume (a readmission the controller saw) starts a new segment at the
+// next report even when the step moved on; before any report it is a no-op.
+func TestHistoryResume(t *testing.T) {
+	h := NewHistory(DefaultLimits())
+	h.Resume()
+	for i := range 5 {
+		h.Observe(float64(60*i), TrainerStatus{Metrics: metrics("current_step", strconv.Itoa(100*i), "loss", "1")})
+	}
+	h.Resume()
+	h.Observe(600, TrainerStatus{Metrics: metrics("current_step", "450", "loss", "0.9")})
+	h.Observe(660, TrainerStatus{Metrics: metrics("current_step", "550", "loss", "0.8")})
+	pts := h.Points()
+	if pts[0].Seg != 0 || pts[4].Seg != 0 || pts[5].Seg != 1 || pts[6].Seg != 1 {
+		t.Errorf("segments %d %d %d %d, want 0 0 1 1", pts[0].Seg, pts[4].Seg, pts[5].Seg, pts[6].Seg)
 	}
 }

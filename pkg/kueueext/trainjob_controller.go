@@ -116,6 +116,9 @@ type jobState struct {
 	// (planner clock): the rate limit waits about one gap for fresh data.
 	lastAccepted time.Time
 	reportGap    time.Duration
+	// admittedAt is the Workload's admission time last seen (a change is
+	// a readmission).
+	admittedAt *time.Time
 	urgent       []string
 	factsKey     string
 	objective    string
@@ -590,6 +593,12 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 			facts.BasePriority, facts.GPUs, facts.Evictions, facts.ClusterQueue = f.BasePriority, f.GPUs, f.Evictions, f.ClusterQueue
 			if f.Running() && f.AdmittedAt != nil {
 				facts.AdmittedAt = ptr.To(unixSeconds(*f.AdmittedAt))
+				if st.admittedAt != nil && !st.admittedAt.Equal(*f.AdmittedAt) {
+					// Readmitted: the job restarts from a checkpoint even
+					// when its counters will not show it.
+					st.hist.Resume()
+				}
+				st.admittedAt = ptr.To(*f.AdmittedAt)
 			}
 			var boostChanged, deactivated, lastEv *time.Time
 			if t := st.work.BoostChangedTime; t != nil {

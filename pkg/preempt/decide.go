@@ -89,6 +89,10 @@ type Decision struct {
 	ProtectedUntil *float64 `json:"protectedUntil,omitempty"`
 	// LeaseCooldownUntil: protection cannot be earned before this time.
 	LeaseCooldownUntil *float64 `json:"leaseCooldownUntil,omitempty"`
+	// NearDoneAt is when a yielding job's step counter is projected to
+	// reach NearDone.EnterProgress (its yield ends there); nil when it does
+	// not yield or the projection is unknown.
+	NearDoneAt *float64 `json:"nearDoneAt,omitempty"`
 	// Distrust records the last integrity finding; while it lasts the job
 	// cannot earn protection.
 	Distrust *Distrust `json:"distrust,omitempty"`
@@ -217,7 +221,10 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 	}
 
 	// 4. The verdict's boost.
+	minDwell := p.Stability.MinDwell.Seconds()
 	evict := evictionCooldown(&facts, &p, now)
+	exemptAt, pastEnter := trustedProgressPast(v, &f, &p, distrust != nil)
+	exempt := pastEnter && v.Stalled() && (v == Plateaued || stopComes(v, &f, &p, eff, &facts))
 	var target int32
 	switch {
 	case v == NearDone:
@@ -234,25 +241,29 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		notes = append(notes, evict.note)
 	case v.Stalled() && evict.active:
 		notes = append(notes, evict.note)
-	case v == Plateaued && nearlyDone(&f, &p, distrust != nil):
-		// A plateau this close to the planned end costs at most the rest of
+	case v.Stalled() && exempt:
+		// A stall this close to the planned end costs at most the rest of
 		// the run; a preemption would waste the work since the last
 		// checkpoint. Only trusted, counter-derived progress counts.
-		pr, _ := counterProgress(&f)
-		notes = append(notes, fmt.Sprintf("no yield at %.0f%% of its planned steps (>= %.0f%%): it finishes soon",
-			100*pr, 100*p.NearDone.EnterProgress))
+		note := fmt.Sprintf("no yield at %.0f%% of its planned steps (%.0f%% is reached within the %s dwell): it finishes soon",
+			100*exemptAt, 100*p.NearDone.EnterProgress, fmtDur(minDwell))
+		if v != Plateaued {
+			note += "; a broken job this close to its end is stopped, not preempted"
+		}
+		notes = append(notes, note)
 	case v.Stalled():
 		target = stallBoost(v, &p.Boosts)
 	}
 	target = clamp(target, p.Boosts.Min, p.Boosts.Max)
 
 	// 5. Dwell and rate cap.
-	minDwell := p.Stability.MinDwell.Seconds()
 	// A NaN divergence acts at once; so does lifting the yield of a job the
 	// planner evicted, once it is readmitted (it must not be preempted
 	// again before new evidence arrives).
+	// So does lifting the yield of a job that is this close to its end.
+	lift := prevBoost < 0 && target >= 0 && (pastEnter || v == NearDone)
 	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f)) ||
-		(evict.active && !evict.out && prevBoost < 0 && target == 0)
+		(evict.active && !evict.out && prevBoost < 0 && target == 0) || lift
 	changes := recentChanges(previous.BoostChanges, now)
 	nChanges := len(changes)
 	newBoost := prevBoost
@@ -267,6 +278,10 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 			}
 		case !dwellOK:
 			d.HeldBy = HoldDwell
+		case lift && target > 0 && nChanges < p.Stability.MaxBoostChangesPerHour:
+			// Out of the yield at once; protection still waits for the
+			// dwell like any grant.
+			newBoost, d.HeldBy = 0, HoldDwell
 		default:
 			limit := p.Stability.MaxBoostChangesPerHour
 			if target > 0 {
@@ -297,6 +312,9 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		lease = nil
 	}
 	d.ProtectedUntil, d.LeaseCooldownUntil = lease, leaseCool
+	if newBoost < 0 && facts.AdmittedAt != nil {
+		d.NearDoneAt = nearDoneCrossing(v, &f, &p)
+	}
 
 	// 6. Stop.
 	if v.Stalled() {
@@ -322,14 +340,12 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 // decideStop sets the advised Deactivate when every condition holds and
 // returns a note explaining the outcome ("" when stopping is not opted in).
 func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff Effective, evictionCooldown bool) string {
-	var by string
-	switch {
-	case eff.Stop:
-		by = "stop enabled by policy (" + eff.StopScope + ")"
-	case eff.AllowJobOptIn && facts.StopOptIn:
-		by = "stop opted in by the job"
-	default:
+	if !stopApplies(eff, facts) {
 		return ""
+	}
+	by := "stop opted in by the job"
+	if eff.Stop {
+		by = "stop enabled by policy (" + eff.StopScope + ")"
 	}
 	stalledFor := f.Now - *d.StalledSince
 	grace := p.Stop.GracePeriod.Seconds()
@@ -339,7 +355,7 @@ func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff 
 		return by + "; not running, nothing to stop"
 	case evictionCooldown:
 		return by + "; not during the eviction cooldown"
-	case c < p.Stop.MinConfidence:
+	case c < p.Stop.MinConfidence && !nonFiniteDivergence(d.Verdict, f):
 		return fmt.Sprintf("%s; no stop at confidence %.2f (stop floor %.2f)", by, c, p.Stop.MinConfidence)
 	case stalledFor < grace:
 		return fmt.Sprintf("%s; stalled %s, Deactivate after %s (%s to go)", by, fmtDur(stalledFor), fmtDur(grace), fmtDur(grace-stalledFor))
@@ -359,6 +375,22 @@ func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff 
 	return fmt.Sprintf("Deactivate (%s): stalled %s (grace %s), saves %.1f GPU-hours (%d GPUs × %s)",
 		by, fmtDur(stalledFor), fmtDur(grace), d.GPUHoursSaved, gpus, basis)
 }
+
+// stopApplies: stopping is enabled for the job by policy, or the job opted
+// in where the policy allows it.
+func stopApplies(eff Effective, facts *Facts) bool {
+	return eff.Stop || (eff.AllowJobOptIn && facts.StopOptIn)
+}
+
+// stopComes: a stalled job in verdict v will be stopped once its grace
+// period is over: stopping applies and the confidence floor does not stand
+// in the way. A non-finite objective is an observed fact, not a curve
+// forecast, so the floor does not apply to it.
+func stopComes(v Verdict, f *forecast.Forecast, p *Policy, eff Effective, facts *Facts) bool {
+	return stopApplies(eff, facts) && (confidence(f) >= p.Stop.MinConfidence || nonFiniteDivergence(v, f))
+}
+
+func nonFiniteDivergence(v Verdict, f *forecast.Forecast) bool { return v == Diverging && nonFinite(f) }
 
 type evictionState struct {
 	active bool
@@ -389,10 +421,70 @@ func evictionCooldown(facts *Facts, p *Policy, now float64) evictionState {
 	return evictionState{}
 }
 
-// nearlyDone: trusted counter progress at or past NearDone.EnterProgress.
-func nearlyDone(f *forecast.Forecast, p *Policy, distrusted bool) bool {
+// trustedProgressPast: the job's trusted counter progress, projected from
+// its latest report at its recent step rate (not for a Hung job), is at or
+// past NearDone.EnterProgress within Stability.MinDwell: a yield that would
+// have to be lifted again before the dwell is a flap, and a preemption in
+// between would catch the job past the threshold. A stalled job past it does
+// not yield when it is Plateaued, or Diverging or Hung and will be stopped
+// after the grace period instead (stopComes); a broken job that no stop will
+// end is never spared. It returns the progress projected to now.
+func trustedProgressPast(v Verdict, f *forecast.Forecast, p *Policy, distrusted bool) (float64, bool) {
+	if distrusted || len(f.Integrity.Issues) > 0 {
+		return 0, false
+	}
+	moving := v != Hung
+	now, ok := projectedProgress(f, moving, f.Now)
+	soon, _ := projectedProgress(f, moving, f.Now+p.Stability.MinDwell.Seconds())
+	return now, ok && soon >= enterThreshold(f, p)
+}
+
+// enterThreshold is NearDone.EnterProgress less one step: counters are
+// whole steps, so the job can be up to one step further than they say.
+func enterThreshold(f *forecast.Forecast, p *Policy) float64 {
+	return p.NearDone.EnterProgress - 1 / *f.TotalSteps
+}
+
+// projectedProgress is the step counter's progress, projected from the
+// latest report to time at at the job's own recent step rate when moving is
+// true (the job reports at intervals; between two reports it keeps
+// stepping). Capped at 1.
+func projectedProgress(f *forecast.Forecast, moving bool, at float64) (float64, bool) {
 	pr, ok := counterProgress(f)
-	return ok && pr >= p.NearDone.EnterProgress && !distrusted && len(f.Integrity.Issues) == 0
+	if !ok {
+		return 0, false
+	}
+	if moving && f.StepRate != nil && *f.StepRate > 0 && f.LastReport != nil && at > *f.LastReport {
+		if x := pr + *f.StepRate*(at-*f.LastReport) / *f.TotalSteps; finite(x) {
+			pr = x
+		}
+	}
+	return math.Min(pr, 1), true
+}
+
+// nearDoneCrossing is when a yielding job's step counter is projected to
+// come within Stability.MinDwell of NearDone.EnterProgress at its recent step
+// rate (nil when unknown, already there, or the job is hung): where
+// trustedProgressPast starts to hold. The controller and the simulator
+// decide again then, so that the yield is lifted before a preemption could
+// catch the job past the threshold.
+func nearDoneCrossing(v Verdict, f *forecast.Forecast, p *Policy) *float64 {
+	if v == Hung || f.StepRate == nil || !(*f.StepRate > 0) || f.LastReport == nil || !finite(*f.LastReport) {
+		return nil
+	}
+	pr, ok := counterProgress(f)
+	enter := enterThreshold(f, p)
+	if !ok || pr >= enter {
+		return nil
+	}
+	t := *f.LastReport + (enter-pr)**f.TotalSteps / *f.StepRate - p.Stability.MinDwell.Seconds()
+	if !finite(t) {
+		return nil
+	}
+	// Projected to now it may already be there up to rounding: decide
+	// again right after.
+	t = math.Max(t, f.Now+1)
+	return &t
 }
 
 func stallBoost(v Verdict, b *Boosts) int32 {

@@ -90,6 +90,9 @@ func TestVerdicts(t *testing.T) {
 		{name: "near done beats plateau", f: with(fcNearDone(t0), func(f *forecast.Forecast) { f.PlateauProbability, f.RelativeRemaining = 0.95, fp(0.001) }), want: NearDone},
 		{name: "near done with finding is untrusted", f: with(fcNearDone(t0), func(f *forecast.Forecast) { f.Integrity.ETANotShrinking = true }), want: Untrusted, ev: []string{"reported ETA not shrinking"}},
 
+		{name: "unjudged with a finding is untrusted", f: with(fcProgressing(t0), func(f *forecast.Forecast) { f.Confidence, f.Integrity.ETANotShrinking = 0.2, true }), want: Untrusted, ev: []string{"reported ETA not shrinking"}},
+		{name: "unjudged without a finding is warming", f: with(fcProgressing(t0), func(f *forecast.Forecast) { f.Confidence = 0.2 }), want: Warming},
+
 		// Untrusted: integrity thresholds.
 		{name: "jump ratio at limit", f: with(fcProgressing(t0), func(f *forecast.Forecast) { f.Integrity.JumpRatio = fp(10) }), want: Progressing},
 		{name: "jump ratio above limit", f: with(fcProgressing(t0), func(f *forecast.Forecast) { f.Integrity.JumpRatio = fp(10.01) }), want: Untrusted, ev: []string{"progress jumped at 10× the job's median rate (limit 10×)"}},
@@ -734,5 +737,103 @@ func TestPlateauPastNearDoneProgressDoesNotYield(t *testing.T) {
 	j = newJob(t, DefaultPolicy())
 	if d = j.run(t0, t0+3600, 60, forged); d.Boost != -100 {
 		t.Fatalf("a plateaued job with implausible progress escaped its yield: %s", d.Reason)
+	}
+}
+
+// A broken (Diverging, Hung) job past NearDone.EnterProgress is stopped
+// rather than preempted where a stop will come; where none will, it yields.
+func TestBrokenNearDoneStoppedNotPreempted(t *testing.T) {
+	near := func(fc func(float64) forecast.Forecast, conf float64) func(float64) forecast.Forecast {
+		return func(now float64) forecast.Forecast {
+			return with(fc(now), func(f *forecast.Forecast) { f.Step, f.Confidence = fp(9300), conf })
+		}
+	}
+	tests := []struct {
+		name      string
+		p         Policy
+		fc        func(float64) forecast.Forecast
+		wantBoost int32
+		want      Action
+	}{
+		{"diverging, stop enabled", stopPolicy(), near(fcDiverging, 0.8), 0, ActionDeactivate},
+		{"NaN below the stop floor, stop enabled: the floor does not apply", stopPolicy(), near(fcNaN, 0.3), 0, ActionDeactivate},
+		{"hung, stop enabled", stopPolicy(), near(fcHung, 0.8), 0, ActionDeactivate},
+		{"hung below the stop floor: no stop comes, it yields", stopPolicy(), near(fcHung, 0.3), -100, ActionNone},
+		{"diverging without stop yields", DefaultPolicy(), near(fcDiverging, 0.8), -100, ActionNone},
+		{"hung without stop yields", DefaultPolicy(), near(fcHung, 0.8), -100, ActionNone},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJob(t, tc.p)
+			d := j.run(t0, t0+3*3600, 300, tc.fc)
+			if d.AdvisedBoost != tc.wantBoost || d.AdvisedAction != tc.want {
+				t.Fatalf("boost %d action %s, want %d %s: %s", d.AdvisedBoost, d.AdvisedAction, tc.wantBoost, tc.want, d.Reason)
+			}
+			for _, e := range j.log {
+				if tc.wantBoost == 0 && e.AdvisedBoost != 0 {
+					t.Fatalf("yielded on the way: %s", e.Reason)
+				}
+			}
+		})
+	}
+}
+
+// Between reports the job keeps stepping: a plateaued job whose last
+// report said 88 % but whose step rate puts it past 90 % now does not
+// yield; a yielding job's crossing of 90 % is a decision deadline, and the
+// yield is lifted there without waiting for the dwell.
+func TestYieldEndsAtProjectedNearDone(t *testing.T) {
+	at := func(step, lastReport float64) func(float64) forecast.Forecast {
+		return func(now float64) forecast.Forecast {
+			f := fcPlateau(now)
+			f.Step, f.LastReport = fp(step), fp(lastReport)
+			f.ETA = forecast.Estimate{Known: true, Value: 3 * 3600, Lo: 2 * 3600, Hi: 4 * 3600, Basis: "total-steps"}
+			return f
+		}
+	}
+	// 8,000 steps at t0, 1 step/s, total 10,000: 90 % less one step (counters
+	// are whole steps) at t0+999, within the 5m dwell of it from t0+699.
+	j := newJob(t, DefaultPolicy())
+	d := j.run(t0-3600, t0+1, 60, func(now float64) forecast.Forecast { return at(8000-(t0-now), now)(now) })
+	if d.AdvisedBoost != -100 || d.NearDoneAt == nil || *d.NearDoneAt != t0+699 {
+		t.Fatalf("want a yield with NearDoneAt t0+699: boost %d %v: %s", d.AdvisedBoost, d.NearDoneAt, d.Reason)
+	}
+	if next := d.NextChange(j.facts, j.p); next != t0+699 {
+		t.Fatalf("NextChange %v, want t0+699 (%v)", next-t0, d.Reason)
+	}
+	// At the deadline with no new report since t0: projected 87 % now, 90 %
+	// within the dwell.
+	d = j.at(at(8000, t0)(t0 + 699))
+	if d.AdvisedBoost != 0 || d.NearDoneAt != nil {
+		t.Fatalf("yield not lifted at the projected crossing: %s", d.Reason)
+	}
+	wantContains(t, d.Reason, "no yield at 87% of its planned steps (90% is reached within the 5m dwell)")
+	// A hung job is not projected forward.
+	j = newJob(t, stopPolicy())
+	d = j.run(t0, t0+3600, 60, func(now float64) forecast.Forecast {
+		return with(fcHung(now), func(f *forecast.Forecast) { f.Step, f.LastReport, f.Confidence = fp(8000), fp(now-47*60), 0.3 })
+	})
+	if d.AdvisedBoost != -100 || d.NearDoneAt != nil {
+		t.Fatalf("hung job: boost %d NearDoneAt %v: %s", d.AdvisedBoost, d.NearDoneAt, d.Reason)
+	}
+}
+
+// A yielding job that becomes NearDone leaves its yield at once; its
+// protection still waits for the dwell.
+func TestNearDoneLiftsYieldWithoutDwell(t *testing.T) {
+	j := newJob(t, DefaultPolicy())
+	j.run(t0, t0+3600, 60, func(now float64) forecast.Forecast {
+		return with(fcPlateau(now), func(f *forecast.Forecast) { f.Step = fp(8000) })
+	})
+	if j.d.AdvisedBoost != -100 {
+		t.Fatalf("setup: %s", j.d.Reason)
+	}
+	d := j.at(fcNearDone(t0 + 3600))
+	if d.Verdict != NearDone || d.AdvisedBoost != 0 || d.HeldBy != HoldDwell {
+		t.Fatalf("want NearDone, boost 0, protection held by the dwell: %d %s: %s", d.AdvisedBoost, d.HeldBy, d.Reason)
+	}
+	d = j.run(t0+3660, t0+3600+j.p.Stability.MinDwell.Seconds()+60, 60, fcNearDone)
+	if d.AdvisedBoost != j.p.Boosts.NearDone {
+		t.Fatalf("protection after the dwell: %s", d.Reason)
 	}
 }

@@ -23,31 +23,34 @@
 //     admitted less than Evidence.MinAge ago.
 //  3. diverging → Diverging: the forecast says the objective diverges.
 //  4. hung → Hung: the forecast says the job stopped making progress.
-//  5. lowConfidence → Warming: confidence below Evidence.ConfidenceFloor (a
+//  5. untrustedUnjudged → Untrusted: confidence below the floor (as in
+//     rule 6) and an integrity finding (as in rule 9), now or within
+//     Integrity.DistrustFor: the finding is the more useful verdict.
+//  6. lowConfidence → Warming: confidence below Evidence.ConfidenceFloor (a
 //     judged job stays judged down to the floor minus
 //     Evidence.ConfidenceMargin). It comes after Diverging and Hung because
 //     those do not rest on the curve forecast that confidence measures.
-//  6. nearDone → NearDone: progress from the step counters (never the job's
+//  7. nearDone → NearDone: progress from the step counters (never the job's
 //     reported percentage) >= NearDone.EnterProgress, the step counter
 //     moving, the planner's ETA known with upper bound <=
 //     NearDone.EnterMaxETA, and no integrity finding now or within
 //     Integrity.DistrustFor. A NearDone job stays while progress >=
 //     ExitProgress and the upper bound <= ExitMaxETA.
-//  7. plateaued → Plateaued: PlateauProbability >= Plateau.EnterProbability
+//  8. plateaued → Plateaued: PlateauProbability >= Plateau.EnterProbability
 //     and RelativeRemaining <= Plateau.EnterRelativeRemaining; a Plateaued job
 //     stays while >= ExitProbability and <= ExitRelativeRemaining.
-//  8. untrusted → Untrusted: an integrity finding (progress without step
+//  9. untrusted → Untrusted: an integrity finding (progress without step
 //     movement, a jump far beyond the job's step rate, reported progress
 //     ahead of the counter, a reported ETA far below what the step history
 //     allows, a reported ETA that never shrinks, or any finding of the
 //     forecast), now or within Integrity.DistrustFor.
-//  9. progressing → Progressing: everything else.
+// 10. progressing → Progressing: everything else.
 //
-// Broken jobs (Diverging, Hung) yield even when they look near done; a job
-// about to finish is protected rather than made to yield for a plateau
-// (stopping it would save at most NearDone.EnterMaxETA and waste its work
-// since its last checkpoint); a Plateaued job with implausible progress still
-// yields (forging progress must never help a stalled job escape the penalty).
+// A job about to finish is protected rather than made to yield for a
+// plateau (stopping it would save at most NearDone.EnterMaxETA and waste its
+// work since its last checkpoint); a Plateaued job with implausible progress
+// still yields (forging progress must never help a stalled job escape the
+// penalty).
 //
 // # From verdict to boost
 //
@@ -65,8 +68,17 @@
 //     Stability.EvictionCooldown after readmission (the yield is lifted at
 //     readmission without dwell).
 //
-// A Plateaued job at or past NearDone.EnterProgress of its planned steps
-// (trusted counter progress, no integrity finding) does not yield.
+// A stalled job at or past NearDone.EnterProgress of its planned steps
+// (trusted counter progress, projected from its latest report to now at its
+// recent step rate; no integrity finding) does not yield: a preemption would
+// waste the work since its last checkpoint to save at most the rest of the
+// run. That holds for Plateaued jobs, and for Diverging and Hung jobs that
+// will be stopped after the grace period instead (stopping applies and the
+// confidence floor does not stand in the way); a broken job that no stop
+// will end still yields. A yielding job's projected crossing of
+// NearDone.EnterProgress is a decision deadline (Decision.NearDoneAt), and
+// the yield of a job that is exempt or NearDone is lifted without waiting
+// for the dwell.
 //
 // Removing protection is never held back by dwell or the rate cap; granting
 // protection needs room in the rate cap for its own removal, so the cap holds
@@ -86,7 +98,8 @@
 // Where Stop.Enabled (globally or by an Override), or where the job opted in
 // and Stop.AllowJobOptIn, a running job that has been stalled (Plateaued,
 // Diverging or Hung, continuously) for Stop.GracePeriod, with confidence >=
-// Stop.MinConfidence and outside an eviction cooldown, gets the action
+// Stop.MinConfidence (not required for a non-finite objective: that is
+// observed, not forecast) and outside an eviction cooldown, gets the action
 // Deactivate, with the GPU-hours it saves.
 //
 // # Modes

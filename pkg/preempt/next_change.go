@@ -36,6 +36,9 @@ func (d Decision) NextChange(facts Facts, p Policy) float64 {
 	if d.StalledSince != nil {
 		consider(*d.StalledSince + p.Stop.GracePeriod.Seconds())
 	}
+	if d.NearDoneAt != nil {
+		consider(*d.NearDoneAt)
+	}
 	if d.Distrust != nil {
 		consider(d.Distrust.Until)
 	}

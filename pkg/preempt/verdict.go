@@ -70,13 +70,15 @@ type verdictRule struct {
 // verdictRules are tried in order; the first that matches decides. The order
 // is the policy (see the package doc): enough reports and age first, then the
 // verdicts that make a job yield because it is broken (they do not rest on
-// the curve), then curve confidence, then protection (which demands trusted
-// progress), then plateau, then distrust, then the default.
+// the curve), then curve confidence (an unjudged job with implausible
+// progress is Untrusted), then protection (which demands trusted progress),
+// then plateau, then distrust, then the default.
 var verdictRules = [...]verdictRule{
 	{Unknown, nothingUsable},
 	{Warming, tooEarly},
 	{Diverging, diverging},
 	{Hung, hung},
+	{Untrusted, untrustedUnjudged},
 	{Warming, lowConfidence},
 	{NearDone, nearDone},
 	{Plateaued, plateaued},
@@ -140,19 +142,36 @@ func tooEarly(in *ruleInput, w *text) bool {
 // Diverging and Hung, which do not rest on the curve (a diverging job's
 // curve fit is poor by nature).
 func lowConfidence(in *ruleInput, w *text) bool {
-	f, e := in.f, in.p.Evidence
-	floor := e.ConfidenceFloor
-	if in.prev.judged() {
-		floor -= e.ConfidenceMargin
-	}
-	if c := confidence(f); c < floor {
+	c, floor, low := belowFloor(in)
+	if low {
 		w.str("confidence ")
 		w.fixed(c, 2)
 		w.str(" below floor ")
 		w.fixed(floor, 2)
-		return true
 	}
-	return false
+	return low
+}
+
+// belowFloor: the forecast's confidence is below the floor (lowered by the
+// margin for a job already judged).
+func belowFloor(in *ruleInput) (c, floor float64, low bool) {
+	e := in.p.Evidence
+	floor = e.ConfidenceFloor
+	if in.prev.judged() {
+		floor -= e.ConfidenceMargin
+	}
+	c = confidence(in.f)
+	return c, floor, c < floor
+}
+
+// untrustedUnjudged: too uncertain to judge by its curve, and its progress
+// is implausible: the integrity finding is the more useful verdict (both
+// give boost 0 and no protection).
+func untrustedUnjudged(in *ruleInput, w *text) bool {
+	if _, _, low := belowFloor(in); !low {
+		return false
+	}
+	return untrusted(in, w)
 }
 
 // diverging: the forecast says the objective diverges.
