@@ -26,6 +26,8 @@ func newRootCmd() *cobra.Command {
 		newSimulateCmd(),
 		newRunCmd(),
 		newReplayCmd(),
+		newReportCmd(),
+		newExplainCmd(),
 	)
 	return root
 }

@@ -157,10 +157,13 @@ type Admission struct {
 }
 
 // AdmissionSearch is the grid the admission time is searched on: every
-// 5 minutes for a day, then hourly to a week.
+// minute for an hour, every 5 minutes to a day, then hourly to a week.
 func AdmissionSearch() []float64 {
 	var g []float64
-	for t := 0.0; t <= 86400; t += 300 {
+	for t := 0.0; t < 3600; t += 60 {
+		g = append(g, t)
+	}
+	for t := 3600.0; t <= 86400; t += 300 {
 		g = append(g, t)
 	}
 	for t := 90000.0; t <= 7*86400; t += 3600 {
