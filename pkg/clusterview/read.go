@@ -33,6 +33,13 @@ type Snapshot struct {
 // Read lists everything the report and explain need, in namespace ns
 // ("" for all namespaces; ClusterQueues are cluster-scoped).
 func Read(ctx context.Context, c client.Reader, ns string) (*Snapshot, error) {
+	return ReadWith(ctx, c, c, ns)
+}
+
+// ReadWith reads the namespaced kinds through c and the ClusterQueues
+// through cq: the live page reads the controller's cache, which holds no
+// ClusterQueues, and the API server for those.
+func ReadWith(ctx context.Context, c, cq client.Reader, ns string) (*Snapshot, error) {
 	s := &Snapshot{}
 	opts := []client.ListOption{}
 	if ns != "" {
@@ -52,11 +59,11 @@ func Read(ctx context.Context, c client.Reader, ns string) (*Snapshot, error) {
 		{"LocalQueues", &lqs, true},
 		{"ClusterQueues", &cqs, false},
 	} {
-		o := opts
+		o, r := opts, c
 		if !l.ns {
-			o = nil
+			o, r = nil, cq
 		}
-		if err := c.List(ctx, l.list, o...); err != nil {
+		if err := r.List(ctx, l.list, o...); err != nil {
 			if tolerable(err) {
 				s.Missing = append(s.Missing, fmt.Sprintf("%s: %v", l.kind, err))
 				continue
