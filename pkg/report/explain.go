@@ -194,7 +194,7 @@ func summary(e *Explanation) string {
 	var b strings.Builder
 	switch e.State {
 	case Waiting:
-		fmt.Fprintf(&b, "waiting in ClusterQueue %s at position %d of %d (effective priority %d = %d %s boost)",
+		fmt.Fprintf(&b, "waiting in ClusterQueue %s at position %d of %d (effective priority %d = base %d, boost %s)",
 			e.ClusterQueue, e.Position, e.Waiting, e.EffectivePriority, e.BasePriority, fmtBoost(e.Boost))
 		switch {
 		case e.QuotaGPUs >= 0 && e.GPUs > e.QuotaGPUs:
@@ -210,7 +210,7 @@ func summary(e *Explanation) string {
 				e.GPUs, e.FreeGPUs, e.Preemption)
 		}
 	case Running:
-		fmt.Fprintf(&b, "running in ClusterQueue %s with %d GPUs (effective priority %d = %d %s boost)",
+		fmt.Fprintf(&b, "running in ClusterQueue %s with %d GPUs (effective priority %d = base %d, boost %s)",
 			e.ClusterQueue, e.GPUs, e.EffectivePriority, e.BasePriority, fmtBoost(e.Boost))
 		if len(e.PreemptibleBy) > 0 {
 			fmt.Fprintf(&b, "; %d waiting Workload(s) have a higher effective priority and may preempt it", len(e.PreemptibleBy))

@@ -242,6 +242,9 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 		row.PlateauProb = &p
 	}
 	row.Plateaued = f.Plateaued
+	if f.Reports == 0 {
+		return row, nil // nothing to draw yet
+	}
 	return row, newJobChart(row, j)
 }
 
