@@ -38,7 +38,7 @@ label) or a Workload. Read-only. docs/report.md has the details.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, args[0], &fl) },
 	}
-	fl.kube.add(cmd.Flags(), "namespace of NAME (default: the context's namespace)")
+	fl.kube.add(cmd, "namespace of NAME (default: the context's namespace)")
 	cmd.Flags().StringVarP(&fl.output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().StringVar(&fl.gpu, "gpu-resource", "nvidia.com/gpu", "resource name counted as GPUs")
 	return cmd

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +17,8 @@ type kubeFlags struct {
 	kubeconfig, context, namespace string
 }
 
-func (k *kubeFlags) add(f *pflag.FlagSet, namespaceHelp string) {
+func (k *kubeFlags) add(cmd *cobra.Command, namespaceHelp string) {
+	f := cmd.Flags()
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
 	f.StringVar(&k.context, "context", "", "kubeconfig context to use")
 	f.StringVarP(&k.namespace, "namespace", "n", "", namespaceHelp)

@@ -55,7 +55,7 @@ timeline). docs/report.md has the details.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runReport(cmd, args, &fl) },
 	}
 	f := cmd.Flags()
-	fl.kube.add(f, "live: only this namespace's jobs (default: all namespaces)")
+	fl.kube.add(cmd, "live: only this namespace's jobs (default: all namespaces)")
 	f.BoolVarP(&fl.allNS, "all-namespaces", "A", false, "live: all namespaces (the default unless -n is given)")
 	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json, markdown or html")
 	f.StringVar(&fl.out, "out", "", "write to this file instead of standard output")

@@ -240,7 +240,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.StringVar(&exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list")
 	fl.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (only on a terminal), on or off")
 	fl.BoolVar(&printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
-	capacity.add(fl)
+	capacity.add(cmd)
 	return cmd
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/progress-planner/planner/simulator"
 )
@@ -18,7 +17,8 @@ type capacityBacktestFlags struct {
 	horizon, every string
 }
 
-func (c *capacityBacktestFlags) add(fl *pflag.FlagSet) {
+func (c *capacityBacktestFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
 	fl.BoolVar(&c.enabled, "capacity-backtest", false, "score the report's capacity forecast (GPUs freed within --capacity-horizon) under the planner policy, instead of comparing policies")
 	fl.StringVar(&c.horizon, "capacity-horizon", "1h", "with --capacity-backtest: the forecast horizon")
 	fl.StringVar(&c.every, "capacity-every", "1h", "with --capacity-backtest: sample every this much simulated time")

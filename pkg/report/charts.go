@@ -58,7 +58,7 @@ func newJobChart(row JobRow, j *JobInput) *jobChart {
 
 var (
 	colObserved = color.RGBA{31, 119, 180, 255}
-	colBand     = color.RGBA{255, 127, 14, 90}
+	colBand     = color.NRGBA{255, 127, 14, 90} // not premultiplied: RGBA would need R <= A
 	colForecast = color.RGBA{255, 127, 14, 255}
 	colPlateau  = color.RGBA{214, 39, 40, 255}
 	colGray     = color.RGBA{128, 128, 128, 255}
@@ -169,7 +169,7 @@ func queueSVG(q *QueueRow, iv float64) (template.HTML, error) {
 	if err != nil {
 		return "", fmt.Errorf("queue chart %s: %w", q.Name, err)
 	}
-	band.Color = color.RGBA{44, 160, 44, 70}
+	band.Color = color.NRGBA{44, 160, 44, 70}
 	band.LineStyle.Width = 0
 	p.Add(band)
 	p.Legend.Add(fmt.Sprintf("free GPUs, %.0f%% interval", iv*100), band)
