@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -188,5 +190,39 @@ func TestExplainScenarios(t *testing.T) {
 		if strings.Contains(explainField(out, "Planner boost"), "advised +") {
 			t.Errorf("forged progress earned a positive boost: %s", explainField(out, "Planner boost"))
 		}
+	})
+
+	// planner report from the live cluster: every scenario's jobs, every
+	// queue with its quota, and the HTML with a chart per reporting job.
+	t.Run("live report", func(t *testing.T) {
+		out := runCLI(ctx, t, bin, "report", "-o", "json", "--kubeconfig", kc)
+		var r report.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("planner report -o json: %v\n%s", err, out)
+		}
+		jobs := map[string]report.JobRow{}
+		for _, j := range r.Jobs {
+			jobs[j.Key()] = j
+		}
+		for _, ns := range []string{"exp-plateau", "exp-neardone", "exp-healthy", "exp-forged"} {
+			j, ok := jobs[ns+"/job-a"]
+			if !ok || j.Verdict == "" || j.GPUs != 8 || j.Metric != "eval_loss" {
+				t.Errorf("%s/job-a in the live report: %+v (present %v)", ns, j, ok)
+			}
+		}
+		queues := map[string]report.QueueRow{}
+		for _, q := range r.Queues {
+			queues[q.Name] = q
+		}
+		for _, q := range []string{"q-plateau", "q-neardone", "q-healthy", "q-forged"} {
+			if queues[q].QuotaGPUs != 8 || len(queues[q].Freed) != 3 {
+				t.Errorf("queue %s: %+v", q, queues[q])
+			}
+		}
+		html := runCLI(ctx, t, bin, "report", "-o", "html", "--kubeconfig", kc)
+		if n := strings.Count(html, `class="chart queue-chart"`); n != len(r.Queues) {
+			t.Errorf("%d queue charts for %d queues", n, len(r.Queues))
+		}
+		t.Logf("live report: %d jobs, %d queues; table:\n%s", len(r.Jobs), len(r.Queues), runCLI(ctx, t, bin, "report", "--kubeconfig", kc))
 	})
 }
