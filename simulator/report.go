@@ -15,8 +15,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/progress-planner/planner/internal/svgplot"
 )
 
 // Comparison is the outcome of running several policies on identical
@@ -311,17 +311,7 @@ func linePlot(title, ylabel string, xs, ys []float64, col color.RGBA, capLine bo
 		p.Legend.Top = true
 		p.Y.Max = math.Max(p.Y.Max, capacity*1.12)
 	}
-	cv := vgsvg.New(7*vg.Inch, 2.6*vg.Inch)
-	p.Draw(draw.New(cv))
-	var b bytes.Buffer
-	if _, err := cv.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:]
-	}
-	return template.HTML(s), nil
+	return svgplot.Inline(p, 7*vg.Inch, 2.6*vg.Inch)
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{

@@ -262,15 +262,7 @@ const assumedFactsNote = "assumed from the history file, not observed on a clust
 // change its result.
 func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *forecast.Objective) (*forecastOutput, error) {
 	now := cut.At
-	h := forecast.NewHistory(forecast.DefaultLimits())
-	read := 0
-	for _, r := range hf.Reports {
-		if r.T > now+cutEps {
-			break // reports are in time order (ReadHistoryFile checks it)
-		}
-		h.Observe(r.T, r.TrainerStatus)
-		read++
-	}
+	h, read := cutHistory(hf, now)
 
 	var obj forecast.Objective
 	src := ""
@@ -313,6 +305,21 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 		AssumedFacts: assumedFacts{Facts: facts, GPUsFrom: gpusFrom, Note: assumedFactsNote},
 		Rejections:   rej,
 	}, nil
+}
+
+// cutHistory feeds hf's reports with t <= now into a new history (default
+// limits) and returns it with the number of report lines read.
+func cutHistory(hf *forecast.HistoryFile, now float64) (*forecast.History, int) {
+	h := forecast.NewHistory(forecast.DefaultLimits())
+	read := 0
+	for _, r := range hf.Reports {
+		if r.T > now+cutEps {
+			break // reports are in time order (ReadHistoryFile checks it)
+		}
+		h.Observe(r.T, r.TrainerStatus)
+		read++
+	}
+	return h, read
 }
 
 func writeForecastJSON(w io.Writer, out *forecastOutput) error {

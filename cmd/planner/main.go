@@ -26,6 +26,8 @@ func newRootCmd() *cobra.Command {
 		newSimulateCmd(),
 		newRunCmd(),
 		newReplayCmd(),
+		newReportCmd(),
+		newExplainCmd(),
 	)
 	return root
 }
@@ -42,7 +44,11 @@ func newVersionCmd() *cobra.Command {
 }
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	root := newRootCmd()
+	if asPlugin(os.Args[0]) {
+		pluginMode(root)
+	}
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "planner:", err)
 		os.Exit(exitCode(err))
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -27,6 +28,8 @@ type runFlags struct {
 	printConfig bool
 	apiQPS      float32
 	apiBurst    int
+	uiAddr      string
+	uiRefresh   time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -65,6 +68,8 @@ docs/controller.md describes everything in detail.`,
 	// (BenchmarkPlannerScale, docs/benchmarks.md).
 	f.Float32Var(&fl.apiQPS, "kube-api-qps", 50, "sustained requests per second to the API server")
 	f.IntVar(&fl.apiBurst, "kube-api-burst", 100, "request burst to the API server")
+	f.StringVar(&fl.uiAddr, "ui-addr", "", "serve the read-only report page on this address (e.g. :8082); off when empty (docs/report.md)")
+	f.DurationVar(&fl.uiRefresh, "ui-refresh", 30*time.Second, "how often the report page is rebuilt and reloads itself")
 	return cmd
 }
 
@@ -106,6 +111,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	}
 	if _, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg}); err != nil {
 		return fmt.Errorf("set up the planner: %w", err)
+	}
+	if err := addReportUI(mgr, cfg, fl, logger); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -31,6 +31,7 @@ func newSimulateCmd() *cobra.Command {
 		eventsFile, exportScenario                      string
 		progress                                        string
 		printDefault                                    bool
+		capacity                                        capacityBacktestFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -157,6 +158,9 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if err != nil {
 				return err
 			}
+			if capacity.enabled {
+				return runCapacityBacktest(cmd, in, opt, capacity)
+			}
 			if exportScenario != "" {
 				if err := writeExport(exportScenario, sc, in); err != nil {
 					return err
@@ -236,6 +240,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.StringVar(&exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list")
 	fl.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (only on a terminal), on or off")
 	fl.BoolVar(&printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
+	capacity.add(cmd)
 	return cmd
 }
 

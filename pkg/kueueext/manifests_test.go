@@ -96,6 +96,7 @@ func TestClusterRoleLeastPrivilege(t *testing.T) {
 		"trainer.kubeflow.org/trainjobs":               {"get", "list", "watch"},
 		"kueue.x-k8s.io/workloads":                     {"get", "list", "watch", "patch"},
 		"kueue.x-k8s.io/localqueues":                   {"get", "list", "watch"},
+		"kueue.x-k8s.io/clusterqueues":                 {"get", "list"}, // the report page's quotas (pkg/reportui)
 		"planner.progress.io/progressforecasts":        {"get", "list", "watch", "create", "delete"},
 		"planner.progress.io/progressforecasts/status": {"get", "update"},
 		"events.k8s.io/events":                         {"create", "patch"},

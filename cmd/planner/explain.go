@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/report"
+)
+
+type explainFlags struct {
+	kube   kubeFlags
+	output string
+	gpu    string
+}
+
+func newExplainCmd() *cobra.Command {
+	var fl explainFlags
+	cmd := &cobra.Command{
+		Use:   "explain [NAMESPACE/]NAME",
+		Short: "Explain why a TrainJob (or Workload) is waiting, running or was preempted",
+		Long: `Explain answers "why is my job waiting / why was it preempted" from the
+live cluster: the job's Kueue Workload and ClusterQueue, its position among
+the waiting Workloads (effective priority, then creation time, as Kueue
+orders them), base priority + priority boost = effective priority, the
+admitted Workloads it could preempt or is protected from (or, for a running
+job, the waiting ones that could preempt it), and the planner's verdict,
+reason and evidence from the job's ProgressForecast.
+
+NAME is a TrainJob (its Workload is found by the kueue.x-k8s.io/job-uid
+label) or a Workload. Read-only. docs/report.md has the details.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, args[0], &fl) },
+	}
+	fl.kube.add(cmd, "namespace of NAME (default: the context's namespace)")
+	cmd.Flags().StringVarP(&fl.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&fl.gpu, "gpu-resource", "nvidia.com/gpu", "resource name counted as GPUs")
+	return cmd
+}
+
+func runExplain(cmd *cobra.Command, arg string, fl *explainFlags) error {
+	if fl.output != "table" && fl.output != "json" {
+		return usageErrorf("--output %q: want table or json", fl.output)
+	}
+	c, ns, err := fl.kube.client()
+	if err != nil {
+		return err
+	}
+	name := arg
+	if a, b, ok := strings.Cut(arg, "/"); ok {
+		if a == "" || b == "" || strings.Contains(b, "/") {
+			return usageErrorf("%q: want [NAMESPACE/]NAME", arg)
+		}
+		ns, name = a, b
+	}
+	ctx := cmd.Context()
+	var uid types.UID
+	var tj trainer.TrainJob
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &tj); {
+	case err == nil:
+		uid = tj.UID
+	case apierrors.IsNotFound(err), isNoMatch(err):
+	default:
+		return fmt.Errorf("TrainJob %s/%s: %w", ns, name, err)
+	}
+	snap, err := clusterview.Read(ctx, c, ns)
+	if err != nil {
+		return err
+	}
+	// ClusterQueues are cluster-scoped, but the queue's other Workloads
+	// may live in other namespaces: read them all when allowed.
+	if all, err := clusterview.Read(ctx, c, ""); err == nil {
+		snap.Workloads, snap.LocalQueues = all.Workloads, all.LocalQueues
+	}
+	in, err := snap.ExplainInput(ns, name, uid, clusterview.Options{GPUResource: gpuName(fl.gpu), Now: time.Now()})
+	if err != nil {
+		return err
+	}
+	return report.WriteExplanation(cmd.OutOrStdout(), report.Explain(in), fl.output)
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/report"
+)
+
+type reportFlags struct {
+	kube       kubeFlags
+	allNS      bool
+	output     string
+	out        string
+	atFraction float64
+	queue      string
+	quota      int
+	sizes      string
+	objective  string
+	gpu        string
+}
+
+func newReportCmd() *cobra.Command {
+	var fl reportFlags
+	cmd := &cobra.Command{
+		Use:   "report [HISTORY.jsonl ...]",
+		Short: "Report every job's forecast and each ClusterQueue's capacity forecast",
+		Long: `Report prints, per job, its queue, GPUs, progress, ETA with its interval, the
+objective now and its predicted final value with its interval, the
+planner's verdict, boost and reason; and per ClusterQueue a capacity
+forecast: the GPUs the running jobs are expected to free within 1h, 6h and
+24h (median and interval), and when a job of N GPUs submitted now would
+likely be admitted.
+
+Without files it reads the live cluster (ProgressForecasts, Workloads,
+LocalQueues, ClusterQueues; read-only) through the kubeconfig. With history
+files (JSON Lines, docs/forecast-json.md) each file is one running job in
+one queue (--queue, --quota), forecast as of its last report or
+--at-fraction of its run, decided under the default policy with the facts
+planner forecast assumes.
+
+-o html writes one self-contained page with SVG charts (each job's curve
+with its forecast band and plateau marker, each queue's capacity
+timeline). docs/report.md has the details.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runReport(cmd, args, &fl) },
+	}
+	f := cmd.Flags()
+	fl.kube.add(cmd, "live: only this namespace's jobs (default: all namespaces)")
+	f.BoolVarP(&fl.allNS, "all-namespaces", "A", false, "live: all namespaces (the default unless -n is given)")
+	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json, markdown or html")
+	f.StringVar(&fl.out, "out", "", "write to this file instead of standard output")
+	f.Float64Var(&fl.atFraction, "at-fraction", -1, "files: forecast each file at this fraction of its run (default: its last report)")
+	f.StringVar(&fl.queue, "queue", "offline", "files: the ClusterQueue name the jobs are reported in")
+	f.IntVar(&fl.quota, "quota", 0, "files: the queue's GPU quota (default: the jobs' GPUs summed)")
+	f.StringVar(&fl.sizes, "admit-sizes", "1,8", "job sizes (GPUs) whose admission time is estimated, comma-separated")
+	f.StringVar(&fl.objective, "objective", "", "files: objective METRIC[,minimize|maximize][,target=X] (default: the header's)")
+	f.StringVar(&fl.gpu, "gpu-resource", "nvidia.com/gpu", "live: resource name counted as GPUs")
+	return cmd
+}
+
+func gpuName(s string) corev1.ResourceName { return corev1.ResourceName(s) }
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--admit-sizes %q: want positive integers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
+	switch fl.output {
+	case "table", "json", "markdown", "md", "html":
+	default:
+		return usageErrorf("--output %q: want table, json, markdown or html", fl.output)
+	}
+	sizes, err := parseSizes(fl.sizes)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	var in report.Input
+	if len(args) > 0 {
+		in, err = offlineInput(cmd, args, fl)
+	} else {
+		in, err = liveInput(cmd, fl)
+	}
+	if err != nil {
+		return err
+	}
+	in.AdmitSizes = sizes
+	r := report.Build(in)
+	var w io.Writer = cmd.OutOrStdout()
+	if fl.out != "" {
+		f, err := os.Create(fl.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if err := r.Write(w, fl.output); err != nil {
+		return err
+	}
+	if c, ok := w.(io.Closer); ok && fl.out != "" {
+		return c.Close()
+	}
+	return nil
+}
+
+// offlineInput forecasts each history file the way planner forecast does
+// (buildForecastOutput: the default policy, assumed facts) and reports
+// them as running jobs of one queue.
+func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.Input, error) {
+	var objFlag *forecast.Objective
+	if fl.objective != "" {
+		o, err := forecast.ParseObjective(fl.objective)
+		if err != nil {
+			return report.Input{}, usageErrorf("--objective: %v", err)
+		}
+		objFlag = &o
+	}
+	if cmd.Flags().Changed("at-fraction") && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
+		return report.Input{}, usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
+	}
+	in := report.Input{Source: "history files", GeneratedAt: time.Now(), Interval: forecast.DefaultSettings().Interval}
+	total := 0
+	for _, p := range paths {
+		hf, err := readHistory(p, cmd.InOrStdin())
+		if err != nil {
+			return report.Input{}, err
+		}
+		cut := forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
+		if cmd.Flags().Changed("at-fraction") {
+			cut = fractionCut(hf, fl.atFraction)
+		}
+		out, err := buildForecastOutput(hf, cut, objFlag)
+		if err != nil {
+			return report.Input{}, err
+		}
+		h, _ := cutHistory(hf, cut.At)
+		fc, d := out.Forecast, out.Decision
+		name := hf.Header.Name
+		if name == "" {
+			name = p
+		}
+		in.Jobs = append(in.Jobs, report.JobInput{Name: name, Queue: fl.queue, GPUs: out.AssumedFacts.GPUs, State: report.Running,
+			Boost: d.Boost, Forecast: &fc, Decision: &d, History: h})
+		total += out.AssumedFacts.GPUs
+	}
+	quota := fl.quota
+	if quota <= 0 {
+		quota = total
+	}
+	in.Queues = []report.QueueInput{{Name: fl.queue, QuotaGPUs: quota}}
+	return in, nil
+}
+
+// liveInput reads the cluster.
+func liveInput(cmd *cobra.Command, fl *reportFlags) (report.Input, error) {
+	c, _, err := fl.kube.client()
+	if err != nil {
+		return report.Input{}, err
+	}
+	ns := fl.kube.namespace
+	if fl.allNS {
+		ns = ""
+	}
+	snap, err := clusterview.Read(cmd.Context(), c, ns)
+	if err != nil {
+		return report.Input{}, err
+	}
+	in, notes := snap.ReportInput(clusterview.Options{GPUResource: gpuName(fl.gpu), Now: time.Now()})
+	in.Source = "live cluster"
+	if fl.kube.context != "" {
+		in.Source += " (context " + fl.kube.context + ")"
+	}
+	for _, m := range append(snap.Missing, notes...) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "planner report:", m)
+	}
+	return in, nil
+}
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -1,0 +1,307 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/test/framework"
+)
+
+// chromiumPath finds headless Chromium: $PLANNER_CHROMIUM, else chromium
+// (Debian's package) or chromium-browser on $PATH. Missing Chromium fails
+// the test: hack/install-chromium.sh installs it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PLANNER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, n := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	t.Fatal("headless Chromium not found (chromium on $PATH or $PLANNER_CHROMIUM): run `bash hack/install-chromium.sh` " +
+		"(apt-get install chromium) — the browser test never skips")
+	return ""
+}
+
+// chromium runs headless Chromium with args and returns its standard output.
+func chromium(ctx context.Context, t *testing.T, bin, profile string, args ...string) []byte {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	// No --virtual-time-budget: virtual time would fire the page's
+	// <meta http-equiv="refresh"> again and again and never settle.
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--user-data-dir=" + profile}
+	cmd := exec.CommandContext(cctx, bin, append(base, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// domCounts counts what the browser rendered: job and queue table rows,
+// and <svg> elements inside job and queue chart figures; rows maps each
+// job row's first cell (NAMESPACE/NAME) to its cells.
+type domCounts struct {
+	jobRows, queueRows, jobSVGs, queueSVGs int
+	rows                                   map[string][]string
+}
+
+func countDOM(doc *html.Node) domCounts {
+	d := domCounts{rows: map[string][]string{}}
+	class := func(n *html.Node) string {
+		for _, a := range n.Attr {
+			if a.Key == "class" {
+				return a.Val
+			}
+		}
+		return ""
+	}
+	text := func(n *html.Node) string {
+		var b strings.Builder
+		var f func(*html.Node)
+		f = func(n *html.Node) {
+			if n.Type == html.TextNode {
+				b.WriteString(n.Data)
+			}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				f(c)
+			}
+		}
+		f(n)
+		return strings.TrimSpace(b.String())
+	}
+	var walk func(n *html.Node, fig string)
+	walk = func(n *html.Node, fig string) {
+		if n.Type == html.ElementNode {
+			cl := strings.Fields(class(n))
+			switch {
+			case n.Data == "tr" && len(cl) > 0 && cl[0] == "job":
+				d.jobRows++
+				var cells []string
+				for c := n.FirstChild; c != nil; c = c.NextSibling {
+					if c.Type == html.ElementNode && c.Data == "td" {
+						cells = append(cells, text(c))
+					}
+				}
+				if len(cells) > 0 {
+					d.rows[cells[0]] = cells
+				}
+			case n.Data == "tr" && len(cl) > 0 && cl[0] == "queue":
+				d.queueRows++
+			case n.Data == "figure":
+				for _, c := range cl {
+					if c == "job-chart" || c == "queue-chart" {
+						fig = c
+					}
+				}
+			case n.Data == "svg" && fig == "job-chart":
+				d.jobSVGs++
+			case n.Data == "svg" && fig == "queue-chart":
+				d.queueSVGs++
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, fig)
+		}
+	}
+	walk(doc, "")
+	return d
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestLivePageInBrowser runs `planner run --ui-addr` (the built binary)
+// against the control plane with two ClusterQueues and three TrainJobs (two
+// reporting progress, one waiting), loads the live page in headless
+// Chromium, checks the rendered DOM (one table row per job, one row and
+// one SVG chart per queue, one SVG chart per reporting job, the verdict
+// shown) and takes a screenshot whose path is logged
+// ($PLANNER_SCREENSHOT_DIR keeps it; else the test's temporary directory).
+func TestLivePageInBrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin := plannerBinary(t)
+	env := plannerEnv(t)
+	kc := writeKubeconfig(t, env.Config)
+	a, _, _, _ := runningAndPending(ctx, t, env, "")
+	cj, _ := runningJob(ctx, t, env, "team-c", "gpus-c", "job-c", "")
+
+	// The planner binary with the test config (fast intervals), the page
+	// on a free port, rebuilt every 2 s.
+	tmp := t.TempDir()
+	cfgYAML, err := testConfig().YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(tmp, "planner.yaml")
+	if err := os.WriteFile(cfgPath, cfgYAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	logf, err := os.Create(filepath.Join(tmp, "planner.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", addr, "--ui-refresh", "2s", "--log-format", "text")
+	run.Stdout, run.Stderr = logf, logf
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- run.Wait() }()
+	t.Cleanup(func() {
+		_ = run.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = run.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("planner run log:\n%s", tail(string(b), 60))
+		}
+	})
+
+	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// job-a (a waiting job-b beside it) learns healthily, so it keeps its
+	// GPUs while the page is checked; job-c plateaus (its chart shows the
+	// onset) with nobody waiting, so yielding evicts nothing.
+	doneA := replay(ctx, t, c, a, prefix(history(t, "synth__inverse-power").Reports, 0.5))
+	doneC := replay(ctx, t, c, cj, prefix(history(t, "synth__early-plateau").Reports, 0.6))
+	for _, d := range []<-chan error{doneA, doneC} {
+		if err := <-d; err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+	}
+	for _, tj := range []string{"job-a", "job-c"} {
+		ns := "team-a"
+		if tj == "job-c" {
+			ns = "team-c"
+		}
+		pf := &v1alpha1.ProgressForecast{}
+		if _, err := framework.Poll(ctx, plannerBound, func(ctx context.Context) (bool, error) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj}, pf); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return pf.Status.Forecast != nil && pf.Status.Forecast.Reports >= 10, nil
+		}); err != nil {
+			t.Fatalf("ProgressForecast %s/%s not forecast: %v", ns, tj, err)
+		}
+	}
+
+	url := "http://" + addr + "/"
+	// Writes are refused.
+	resp, err := http.Post(url, "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST %s: %d, want 405", url, resp.StatusCode)
+	}
+
+	// The page is rebuilt every 2 s: poll the rendered DOM until it shows
+	// what the cluster holds.
+	profile := filepath.Join(tmp, "chromium-profile")
+	var d domCounts
+	var dom []byte
+	if _, err := framework.Poll(ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
+		dom = chromium(ctx, t, browser, profile, "--dump-dom", url)
+		doc, err := html.Parse(bytes.NewReader(dom))
+		if err != nil {
+			return false, fmt.Errorf("the dumped DOM does not parse: %w", err)
+		}
+		d = countDOM(doc)
+		return d.jobRows == 3 && d.queueRows == 2 && d.jobSVGs == 2 && d.queueSVGs == 2, nil
+	}); err != nil {
+		t.Fatalf("rendered page: %d job rows (want 3), %d queue rows (want 2), %d job charts (want 2), %d queue charts (want 2): %v\n%s",
+			d.jobRows, d.queueRows, d.jobSVGs, d.queueSVGs, err, tail(string(dom), 40))
+	}
+	for _, key := range []string{"team-a/job-a", "team-a/job-b", "team-c/job-c"} {
+		if _, ok := d.rows[key]; !ok {
+			t.Errorf("no table row for %s (rows %v)", key, d.rows)
+		}
+	}
+	if cells := d.rows["team-a/job-a"]; len(cells) < 11 || cells[3] != "running" || cells[10] == "—" || cells[5] == "—" {
+		t.Errorf("job-a's row lacks state, ETA or verdict: %q", cells)
+	}
+	t.Logf("rendered DOM: %d job rows, %d queue rows, %d job charts, %d queue charts; job-a: %q", d.jobRows, d.queueRows, d.jobSVGs, d.queueSVGs, d.rows["team-a/job-a"])
+
+	dir := os.Getenv("PLANNER_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = tmp
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot, err := filepath.Abs(filepath.Join(dir, "planner-live-page.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium(ctx, t, browser, profile, "--screenshot="+shot, "--window-size=1400,2400", "--hide-scrollbars", url)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s is not a PNG: %v", shot, err)
+	}
+	colors := map[uint32]bool{}
+	bnd := img.Bounds()
+	for y := bnd.Min.Y; y < bnd.Max.Y; y += 3 {
+		for x := bnd.Min.X; x < bnd.Max.X; x += 3 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			colors[(r>>8)<<16|(g>>8)<<8|b>>8] = true
+		}
+	}
+	if bnd.Dx() < 1000 || bnd.Dy() < 1000 || len(colors) < 50 {
+		t.Errorf("screenshot %s looks blank: %dx%d, %d colours", shot, bnd.Dx(), bnd.Dy(), len(colors))
+	}
+	t.Logf("screenshot of the live page: %s (%dx%d, %d colours sampled)", shot, bnd.Dx(), bnd.Dy(), len(colors))
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
