@@ -11,7 +11,7 @@ BENCH   ?= .
 COUNT   ?= 6
 FUZZTIME ?= 30s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest examples clean generate manifests verify-generated testbins e2e
+.PHONY: all build test unit vet fmt-check bench fuzz backtest examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
 
 all: build
 
@@ -29,7 +29,10 @@ vet:
 testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md).
 	bash hack/build-testbins.sh
 
-e2e: testbins ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process).
+chromium: ## Install headless Chromium (Debian package) for the e2e browser test, when missing.
+	bash hack/install-chromium.sh
+
+e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process).
 	$(GO) vet -tags e2e ./test/... ./cmd/...
 	$(GO) test -tags e2e -count=1 -timeout 30m ./test/... ./cmd/...
 
@@ -46,6 +49,9 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 
 backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] (no DATA: embedded synthetic examples)
 	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) $(DATA)
+
+capacity-backtest: ## The capacity forecast's 1h-interval coverage on the built-in simulator scenario (docs/report.md).
+	$(GO) run ./cmd/planner simulate --capacity-backtest
 
 examples: ## Regenerate the synthetic example histories shipped in examples/.
 	$(GO) run ./hack/gen-examples

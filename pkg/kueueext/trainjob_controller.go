@@ -119,9 +119,9 @@ type jobState struct {
 	// admittedAt is the Workload's admission time last seen (a change is
 	// a readmission).
 	admittedAt *time.Time
-	urgent       []string
-	factsKey     string
-	objective    string
+	urgent     []string
+	factsKey   string
+	objective  string
 
 	rejectionsEvented int
 	stopOptInErr      string

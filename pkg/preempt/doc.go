@@ -44,6 +44,7 @@
 //     ahead of the counter, a reported ETA far below what the step history
 //     allows, a reported ETA that never shrinks, or any finding of the
 //     forecast), now or within Integrity.DistrustFor.
+//
 // 10. progressing → Progressing: everything else.
 //
 // A job about to finish is protected rather than made to yield for a

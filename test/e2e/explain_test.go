@@ -169,18 +169,16 @@ func TestExplainScenarios(t *testing.T) {
 		if err := <-replayAt(ctx, c, a, append(append([]forecast.FileReport{}, honest...), forged), speed); err != nil {
 			t.Fatalf("replay: %v", err)
 		}
-		// The policy's rule order puts low curve confidence (Warming)
-		// before Untrusted (docs/policy.md): at 45 % this job's curve has
-		// too few evaluations, so the controller says Warming and records
-		// the distrust, which denies protection. Either way the
-		// explanation must carry the controller's verdict and the finding.
+		// At 45 % this job's curve has too few evaluations to be judged;
+		// with the finding the verdict is Untrusted (docs/policy.md, rule
+		// 5), and the distrust recorded denies protection.
 		pf := waitPF(ctx, t, c, a, bound, "integrity finding recorded", func(pf *v1alpha1.ProgressForecast) bool {
 			return pf.Status.Forecast != nil && len(pf.Status.Forecast.Integrity) > 0 && pf.Status.Decision != nil &&
 				strings.Contains(string(pf.Status.Decision.Raw), `"distrust"`)
 		})
 		v := preempt.Verdict(pf.Status.Verdict)
-		if v != preempt.Untrusted && v != preempt.Warming {
-			t.Fatalf("verdict %s after forged progress, want Untrusted (or Warming with the distrust recorded)", v)
+		if v != preempt.Untrusted {
+			t.Fatalf("verdict %s after forged progress, want Untrusted", v)
 		}
 		out := explain(ns + "/job-a")
 		checkExplain(t, out, pf, v)
