@@ -133,35 +133,10 @@ func CapacityBacktest(in *Input, opt Options, o CapacityBacktestOptions) (*Capac
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newCluster(in.Queues)
+	probe := &capacityProbe{policy: inner, o: o}
+	e, err := newEngine(in, opt, probe, PolicyPlanner)
 	if err != nil {
 		return nil, err
-	}
-	probe := &capacityProbe{policy: inner, o: o}
-	e := &engine{opt: opt, in: in, cl: cl, pol: probe, polName: PolicyPlanner}
-	e.q = make(eventQueue, 0, len(in.Jobs)+64)
-	for i, j := range in.Jobs {
-		if j.ID != i {
-			return nil, fmt.Errorf("job %q: id %d, want its index %d", j.Name, j.ID, i)
-		}
-		if err := j.validate(); err != nil {
-			return nil, err
-		}
-		q := cl.byName[j.Queue]
-		if q == nil {
-			return nil, fmt.Errorf("job %q: unknown queue %q", j.Name, j.Queue)
-		}
-		s := newJobState(j)
-		s.queue = q
-		s.reportEvery = math.Min(opt.ReportMax, math.Max(opt.ReportMin, j.Duration/float64(opt.ReportsPerRun)))
-		// feedReports creates a history only under the bare planner
-		// policy; the probe wraps it, so the histories are made here with
-		// the same limits.
-		lim := opt.History
-		lim.KeepMetrics = []string{j.Curve.Objective.Metric}
-		s.hist = forecast.NewHistory(lim)
-		e.jobs = append(e.jobs, s)
-		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
 	}
 	start := time.Now()
 	e.loop()

@@ -127,6 +127,20 @@ func Run(in *Input, policyName string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	e, err := newEngine(in, opt, pol, policyName)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	e.loop()
+	wall := time.Since(start).Seconds()
+	return e.result(policyName, wall), nil
+}
+
+// newEngine sets up the cluster and the jobs of in, every job's arrival
+// queued. Jobs keep a forecast history under the planner policy only (the
+// oracle reads the ground truth).
+func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, error) {
 	cl, err := newCluster(in.Queues)
 	if err != nil {
 		return nil, err
@@ -147,13 +161,15 @@ func Run(in *Input, policyName string, opt Options) (*Result, error) {
 		s := newJobState(j)
 		s.queue = q
 		s.reportEvery = math.Min(opt.ReportMax, math.Max(opt.ReportMin, j.Duration/float64(opt.ReportsPerRun)))
+		if policyName == PolicyPlanner {
+			lim := opt.History
+			lim.KeepMetrics = []string{j.Curve.Objective.Metric}
+			s.hist = forecast.NewHistory(lim)
+		}
 		e.jobs = append(e.jobs, s)
 		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
 	}
-	start := time.Now()
-	e.loop()
-	wall := time.Since(start).Seconds()
-	return e.result(policyName, wall), nil
+	return e, nil
 }
 
 func (j *Job) validate() error {
@@ -365,15 +381,7 @@ func (e *engine) isDeferred(j *jobState) bool {
 // step counter, the total, the reporter's percentage and ETA and the
 // latest objective value of its curve.
 func (e *engine) feedReports(j *jobState, t float64) {
-	if j.hist == nil {
-		if _, ok := e.pol.(*decider); !ok || e.pol.(*decider).oracle {
-			return
-		}
-		lim := e.opt.History
-		lim.KeepMetrics = []string{j.Curve.Objective.Metric}
-		j.hist = forecast.NewHistory(lim)
-	}
-	if j.state != phaseRunning {
+	if j.hist == nil || j.state != phaseRunning {
 		return
 	}
 	metric := j.Curve.Objective.Metric

@@ -85,6 +85,8 @@ type ForecastConfig struct {
 	// often (that is how a hang is noticed).
 	IdleInterval preempt.Duration `json:"idleInterval"`
 	// MaxConcurrentReconciles is the number of jobs reconciled in parallel.
+	// Reconciles mostly wait on the API server (a forecast ends with a
+	// status write), so it is well above the number of cores.
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles"`
 }
 
@@ -116,7 +118,7 @@ func DefaultConfig() Config {
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
 			IdleInterval:            preempt.Dur(2 * time.Minute),
-			MaxConcurrentReconciles: 4,
+			MaxConcurrentReconciles: 16,
 		},
 		Workloads: WorkloadConfig{
 			GPUResource: "nvidia.com/gpu",
