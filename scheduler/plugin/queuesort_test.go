@@ -13,11 +13,10 @@ import (
 	"github.com/progress-planner/planner/pkg/preempt"
 )
 
-func queued(t *testing.T, pod *v1.Pod, at time.Time) fwk.QueuedPodInfo {
-	t.Helper()
+func queued(tb testing.TB, pod *v1.Pod, at time.Time) fwk.QueuedPodInfo {
 	pi, err := framework.NewPodInfo(pod)
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // only for pods the tests build
 	}
 	return &framework.QueuedPodInfo{PodInfo: pi, Timestamp: at}
 }
