@@ -29,17 +29,15 @@ type nodeCost struct {
 // node order.
 func (p *Plugin) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(node string) int64 {
 	now := p.clock.Now()
-	idx := p.gangs.Load()
-	if idx == nil {
-		var err error
-		if idx, err = p.buildGangIndexPtr(); err != nil {
-			return nil
-		}
-	}
 	costs := make(map[string]nodeCost, len(nodesToVictims))
 	anyTracked := false
 	for node, v := range nodesToVictims {
-		c := p.nodeCost(v, *idx, now)
+		c, err := p.nodeCost(v, now)
+		if err != nil {
+			// Without the costs the rules cannot rank the nodes; the
+			// default order is a safe choice.
+			return nil
+		}
 		costs[node] = c
 		anyTracked = anyTracked || c.tracked
 	}
@@ -62,7 +60,7 @@ func (p *Plugin) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]
 	}
 }
 
-func (p *Plugin) nodeCost(v *extenderv1.Victims, idx gangIndex, now time.Time) nodeCost {
+func (p *Plugin) nodeCost(v *extenderv1.Victims, now time.Time) (nodeCost, error) {
 	c := nodeCost{pdbViolations: v.NumPDBViolations, highestPriority: math.MinInt64}
 	seen := map[string]*group{}
 	for _, pod := range v.Pods {
@@ -73,7 +71,9 @@ func (p *Plugin) nodeCost(v *extenderv1.Victims, idx gangIndex, now time.Time) n
 		}
 	}
 	for _, g := range seen {
-		p.cost(g, idx, now)
+		if err := p.cost(g, now); err != nil {
+			return c, err
+		}
 		c.tracked = c.tracked || g.job != nil
 		if g.protected {
 			c.protected++
@@ -84,7 +84,7 @@ func (p *Plugin) nodeCost(v *extenderv1.Victims, idx gangIndex, now time.Time) n
 		c.workLost += g.workLost
 		c.gangPods += int64(g.gangPods)
 	}
-	return c
+	return c, nil
 }
 
 // victimGroup adds pod to its group in seen.

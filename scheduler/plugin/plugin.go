@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -34,10 +35,13 @@ type Plugin struct {
 	clock     clock.PassiveClock
 	async     bool
 	evaluator *preemption.Evaluator
-	// gangs is the gang index of the scheduling cycle being preempted for,
-	// rebuilt at the start of every PostFilter (cycles are sequential; the
-	// per-node victim selection runs in parallel and only reads it).
-	gangs atomic.Pointer[gangIndex]
+	// podIndex is the scheduler's pod informer indexed by job (jobIndex);
+	// nil when the index could not be added.
+	podIndex cache.Indexer
+	// cycle memoises gang totals for the preemption in progress; PostFilter
+	// replaces it (preemptions run one at a time, their per-node victim
+	// selection in parallel).
+	cycle atomic.Pointer[gangCache]
 }
 
 var (
@@ -92,6 +96,10 @@ func NewWithOptions(ctx context.Context, obj runtime.Object, fh fwk.Handle, o Op
 		return nil, fmt.Errorf("building the default preemption %s falls back to: %w", Name, err)
 	}
 	p := &Plugin{DefaultPreemption: dp, fh: fh, set: set, forecasts: o.Forecasts, clock: o.Clock, async: fts.EnableAsyncPreemption}
+	p.podIndex = addJobIndex(fh.SharedInformerFactory().Core().V1().Pods().Informer())
+	if p.podIndex == nil {
+		klog.FromContext(ctx).Info("Could not index pods by TrainJob (informer already started); gang costs scan the snapshot")
+	}
 	p.evaluator = preemption.NewEvaluator(Name, fh, p, fts.EnableAsyncPreemption)
 	p.evaluator.PreemptPod = p.withGang(p.evaluator.PreemptPod)
 	return p, nil
@@ -107,11 +115,7 @@ func (p *Plugin) Evaluator() *preemption.Evaluator { return p.evaluator }
 // PostFilter preempts through the plugin's own Evaluator.
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	defer metrics.PreemptionAttempts.Inc()
-	idx, err := p.buildGangIndex()
-	if err != nil {
-		return nil, fwk.AsStatus(err)
-	}
-	p.gangs.Store(&idx)
+	p.cycle.Store(newGangCache())
 	result, status := p.evaluator.Preempt(ctx, state, pod, m)
 	if msg := status.Message(); msg != "" {
 		klog.FromContext(ctx).V(4).Info("Progress-aware preemption", "pod", klog.KObj(pod), "status", msg)

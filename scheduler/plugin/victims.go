@@ -16,14 +16,10 @@ import (
 func (p *Plugin) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	nodeInfo fwk.NodeInfo, pdbs []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	idx := p.gangs.Load()
-	if idx == nil { // called outside PostFilter (tests, benchmarks)
-		var err error
-		if idx, err = p.buildGangIndexPtr(); err != nil {
-			return nil, 0, fwk.AsStatus(err)
-		}
+	groups, tracked, err := p.groupsOnNode(pod, nodeInfo, pdbs, p.clock.Now())
+	if err != nil {
+		return nil, 0, fwk.AsStatus(err)
 	}
-	groups, tracked := p.groupsOnNode(pod, nodeInfo, *idx, pdbs, p.clock.Now())
 	if !tracked {
 		// No pod of a tracked job is involved: the default's choice.
 		return p.DefaultPreemption.SelectVictimsOnNode(ctx, state, pod, nodeInfo, pdbs)
@@ -94,17 +90,12 @@ func (p *Plugin) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, 
 	return pods, violating, fwk.NewStatus(fwk.Success)
 }
 
-func (p *Plugin) buildGangIndexPtr() (*gangIndex, error) {
-	idx, err := p.buildGangIndex()
-	return &idx, err
-}
-
 // groupsOnNode collects the eligible groups on a node and reports whether
 // any eligible pod belongs to a tracked job. A gang with a pod the
 // preemptor may not evict is not eligible at all; a protected gang is
 // eligible only with the priority margin.
-func (p *Plugin) groupsOnNode(preemptor *v1.Pod, nodeInfo fwk.NodeInfo, idx gangIndex,
-	pdbs []*policy.PodDisruptionBudget, now time.Time) ([]*group, bool) {
+func (p *Plugin) groupsOnNode(preemptor *v1.Pod, nodeInfo fwk.NodeInfo,
+	pdbs []*policy.PodDisruptionBudget, now time.Time) ([]*group, bool, error) {
 	prio := podPriority(preemptor)
 	byKey := map[string]*group{}
 	var order []*group
@@ -144,40 +135,45 @@ func (p *Plugin) groupsOnNode(preemptor *v1.Pod, nodeInfo fwk.NodeInfo, idx gang
 		if blocked[g.key] {
 			continue
 		}
-		p.cost(g, idx, now)
+		if err := p.cost(g, now); err != nil {
+			return nil, false, err
+		}
 		if g.protected && int64(prio)-int64(g.priority) < int64(p.set.protectionMargin) {
 			continue
 		}
 		out = append(out, g)
 	}
 	markPDBViolations(out, pdbs)
-	return out, tracked
+	return out, tracked, nil
 }
 
 // cost fills in the verdict-derived fields and the eviction cost of g.
-func (p *Plugin) cost(g *group, idx gangIndex, now time.Time) {
+func (p *Plugin) cost(g *group, now time.Time) error {
 	if g.job == nil {
 		pod := g.pods[0]
 		g.gangPods = 1
 		g.workLost = workLost(now, weight(podGPUs(pod, p.set.gpuResource), 1), g.start, time.Time{})
-		return
+		return nil
 	}
 	g.protected = g.job.Leased(now)
 	g.stalled = g.job.Stalled(now, p.set.maxForecastAge)
-	t, ok := idx[g.key]
-	if !ok { // not in the snapshot's index: count what is on this node
-		for _, pod := range g.pods {
-			t.pods++
-			t.gpus += podGPUs(pod, p.set.gpuResource)
-		}
-		t.start = g.start
+	t, err := p.gang(g.key)
+	if err != nil {
+		return err
 	}
-	g.gangPods = max(t.pods, len(g.pods))
+	if t.pods < len(g.pods) { // the API lags the snapshot: count what is here
+		t = gangTotals{}
+		for _, pod := range g.pods {
+			t.add(pod, p.set.gpuResource)
+		}
+	}
+	g.gangPods = t.pods
 	start := t.start
 	if start.IsZero() || g.start.Before(start) {
 		start = g.start
 	}
 	g.workLost = workLost(now, weight(t.gpus, int64(g.gangPods)), start, g.job.LastReport)
+	return nil
 }
 
 // weight is GPUs, or the pod count for a group without GPUs, so that the
