@@ -71,8 +71,8 @@ func TestProgressAwarePreemption(t *testing.T) {
 		{name: "plateaued", pods: 1, pc: midPC, verdict: preempt.Plateaued, reported: 20 * time.Minute},
 		{name: "near-done", pods: 1, pc: lowPC, verdict: preempt.NearDone, reported: time.Minute, leased: true},
 	}}
-	withPlugin := runScenario(t, cfg, c, "plugin", pluginProfiles(t), sc)
-	withDefault := runScenario(t, cfg, c, "default", defaultProfiles(t), sc)
+	withPlugin := runScenario(t, c, "plugin", inProcess(t, cfg, pluginProfiles(t)), sc)
+	withDefault := runScenario(t, c, "default", inProcess(t, cfg, defaultProfiles(t)), sc)
 	if !slices.Equal(withPlugin, []string{"plateaued-0"}) {
 		t.Errorf("with the plugin the victims are %v, want [plateaued-0]", withPlugin)
 	}
@@ -90,8 +90,8 @@ func TestProgressAwareGangPreemption(t *testing.T) {
 		{name: "plateaued", pods: 2, pc: midPC, verdict: preempt.Plateaued, reported: 20 * time.Minute},
 		{name: "near-done", pods: 1, pc: lowPC, verdict: preempt.NearDone, reported: time.Minute, leased: true},
 	}}
-	withPlugin := runScenario(t, cfg, c, "gang-plugin", pluginProfiles(t), sc)
-	withDefault := runScenario(t, cfg, c, "gang-default", defaultProfiles(t), sc)
+	withPlugin := runScenario(t, c, "gang-plugin", inProcess(t, cfg, pluginProfiles(t)), sc)
+	withDefault := runScenario(t, c, "gang-default", inProcess(t, cfg, defaultProfiles(t)), sc)
 	if !slices.Equal(withPlugin, []string{"plateaued-0", "plateaued-1"}) {
 		t.Errorf("with the plugin the victims are %v, want the whole plateaued gang", withPlugin)
 	}
@@ -122,14 +122,24 @@ func defaultProfiles(t *testing.T) []schedconfig.KubeSchedulerProfile {
 	}).Profiles
 }
 
-// runScenario runs sc with a scheduler of the given profiles (one scheduler
-// at a time, on nodes and in a namespace of its own) and returns the names
-// of the preempted pods. Pods that were not preempted must still be bound
+// schedulerRun starts a scheduler and returns the scheduler name its pods
+// must carry and a function that stops it.
+type schedulerRun func() (schedulerName string, stop func())
+
+// inProcess runs kube-scheduler in the test process with profiles.
+func inProcess(t *testing.T, cfg *rest.Config, profiles []schedconfig.KubeSchedulerProfile) schedulerRun {
+	return func() (string, func()) {
+		return profiles[0].SchedulerName, startScheduler(context.Background(), t, cfg, profiles)
+	}
+}
+
+// runScenario runs sc with the scheduler run starts (one scheduler at a
+// time, on nodes and in a namespace of its own) and returns the names of
+// the preempted pods. Pods that were not preempted must still be bound
 // where they were, and the urgent pod must end up on a victim's node.
-func runScenario(t *testing.T, cfg *rest.Config, c client.Client, variant string, profiles []schedconfig.KubeSchedulerProfile, sc scenario) []string {
+func runScenario(t *testing.T, c client.Client, variant string, run schedulerRun, sc scenario) []string {
 	t.Helper()
 	ctx := context.Background()
-	schedulerName := profiles[0].SchedulerName
 	ns := "sched-" + variant
 	if err := c.Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -154,7 +164,7 @@ func runScenario(t *testing.T, cfg *rest.Config, c client.Client, variant string
 		createForecast(ctx, t, c, ns, j.name, j.verdict, now.Add(-j.reported), lease)
 	}
 
-	stop := startScheduler(ctx, t, cfg, profiles)
+	schedulerName, stop := run()
 	defer stop()
 	stopKubelet := fakeKubelet(ctx, t, c, ns)
 	defer stopKubelet()

@@ -75,8 +75,10 @@ func (p *Plugin) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, 
 			return nil, 0, fwk.AsStatus(err)
 		}
 		victims = append(victims, g)
-		logger.V(5).Info("Progress-aware preemption victim group", "preemptor", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()),
-			"group", g.key, "protected", g.protected, "stalled", g.stalled, "workLostGPUSeconds", int64(g.workLost), "gangPods", g.gangPods)
+		if v := logger.V(5); v.Enabled() { // the arguments allocate
+			v.Info("Progress-aware preemption victim group", "preemptor", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()),
+				"group", g.key, "protected", g.protected, "stalled", g.stalled, "workLostGPUSeconds", int64(g.workLost), "gangPods", g.gangPods)
+		}
 	}
 	// victims are most valuable first, as the Evaluator expects.
 	var pods []*v1.Pod
