@@ -46,7 +46,8 @@
 // preemptor fits, and then gives groups back in reverse rule order (the most
 // valuable first) while the preemptor still fits: what cannot be given back
 // are the node's victims. The node whose victims are cheapest by the same
-// rules, compared over the whole victim set, wins (nodeScores in
-// nodescore.go). When no eligible pod on any candidate node belongs to a
-// tracked job, the plugin behaves exactly like DefaultPreemption.
+// rules, compared over the whole victim set, wins (OrderedScoreFuncs in
+// nodescore.go). When no eligible pod on a node belongs to a tracked job,
+// that node's victims are DefaultPreemption's, and when no candidate node
+// has a tracked victim, so is the choice of node.
 package plugin
