@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -227,5 +228,28 @@ func TestPostFilterVictims(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGangCostFromSnapshot: without the pod index (an informer that had
+// already started), gang totals come from the scheduler's snapshot and the
+// gang rows decide the same way.
+func TestGangCostFromSnapshot(t *testing.T) {
+	started := now.Add(-6 * time.Hour)
+	c := cluster{nodes: []*v1.Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8)}, pods: []*v1.Pod{
+		jobPod("gang-0", "gang", "n1", 100, 8, started),
+		jobPod("gang-1", "gang", "n2", 100, 8, started),
+		jobPod("solo-0", "solo", "n3", 100, 8, started),
+	}, fc: forecasts(forecastOf("gang", preempt.Progressing, 10*time.Minute), forecastOf("solo", preempt.Progressing, 15*time.Minute))}
+	withoutIndex := func(ctx context.Context, fh fwk.Handle) (fwk.PostFilterPlugin, error) {
+		p, err := progressAware(c.fc, nil)(ctx, fh)
+		if err == nil {
+			p.(*Plugin).podIndex = nil
+		}
+		return p, err
+	}
+	node, deleted, status := preemptOnce(t, c, preemptor(1000, 8), withoutIndex)
+	if !status.IsSuccess() || node != "n3" || !slices.Equal(deleted, []string{"solo-0"}) {
+		t.Errorf("got node %q, deleted %v, status %v; want n3, [solo-0]", node, deleted, status)
 	}
 }
