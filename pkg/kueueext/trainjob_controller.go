@@ -901,6 +901,11 @@ func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, fore
 		return err
 	}
 	st.obj = pf
+	// Continue from what the API server stored: its times have second
+	// precision, and comparing nanosecond times in memory with them would
+	// make every later reconcile look changed and write again.
+	st.work = *pf.Status.DeepCopy()
+	st.work.History, st.work.Decision = nil, nil
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -272,12 +277,16 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		b.Fatal(err)
 	}
 	cfgFile := filepath.Join(tmp, "planner.yaml")
+	metricsAddr, err := freeLocalAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
 kind: PlannerConfiguration
 leaderElection:
   enabled: false
 metrics:
-  bindAddress: "0"
+  bindAddress: "`+metricsAddr+`"
 health:
   bindAddress: "0"
 policy:
@@ -434,6 +443,112 @@ policy:
 		quantile(vis, 0.5), quantile(vis, 0.9), quantile(vis, 0.99), quantile(vis, 1))
 	b.Logf("trainerStatus write ack: p50 %.3fs p99 %.3fs", quantile(wl, 0.5), quantile(wl, 0.99))
 	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu1-cpu0, wall, rssMiB)
+	// Where the time goes inside the planner (whole run, warm-up included;
+	// quantiles interpolated within histogram buckets).
+	if fams, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics"); err != nil {
+		b.Logf("planner metrics: %v", err)
+	} else {
+		for _, h := range []struct{ family, label, what string }{
+			{"planner_decision_report_age_seconds", "", "observing the newest report → decision"},
+			{"workqueue_queue_duration_seconds", "trainjob-progress", "TrainJob workqueue wait"},
+			{"workqueue_work_duration_seconds", "trainjob-progress", "TrainJob reconcile"},
+			{"rest_client_rate_limiter_duration_seconds", "", "client-side rate limiter wait"},
+			{"rest_client_request_duration_seconds", "", "API request"},
+		} {
+			if q, n, ok := histQuantiles(fams[h.family], h.label, 0.5, 0.99); ok {
+				b.Logf("planner %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
+			}
+		}
+		byMethod := map[string]float64{}
+		for _, m := range fams["rest_client_requests_total"].GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "method" {
+					byMethod[lp.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+		b.Logf("planner API requests by method (whole run): %v", byMethod)
+	}
+}
+
+// freeLocalAddr returns a free 127.0.0.1 port.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// histQuantiles merges the histogram's series (those whose label "name"
+// is label, when label is set) and interpolates the quantiles within the
+// cumulative buckets.
+func histQuantiles(f *dto.MetricFamily, label string, qs ...float64) ([]float64, uint64, bool) {
+	if f == nil {
+		return nil, 0, false
+	}
+	cum := map[float64]uint64{}
+	var total uint64
+	for _, m := range f.GetMetric() {
+		if label != "" {
+			match := false
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "name" && lp.GetValue() == label {
+					match = true
+				}
+			}
+			if !match {
+				continue
+			}
+		}
+		h := m.GetHistogram()
+		total += h.GetSampleCount()
+		for _, bk := range h.GetBucket() {
+			cum[bk.GetUpperBound()] += bk.GetCumulativeCount()
+		}
+	}
+	if total == 0 {
+		return nil, 0, false
+	}
+	bounds := make([]float64, 0, len(cum))
+	for ub := range cum {
+		bounds = append(bounds, ub)
+	}
+	slices.Sort(bounds)
+	out := make([]float64, len(qs))
+	for i, q := range qs {
+		rank := q * float64(total)
+		lo, prev := 0.0, uint64(0)
+		out[i] = math.Inf(1)
+		for _, ub := range bounds {
+			c := cum[ub]
+			if float64(c) >= rank {
+				if math.IsInf(ub, 1) {
+					out[i] = lo
+				} else {
+					out[i] = lo + (ub-lo)*(rank-float64(prev))/math.Max(float64(c-prev), 1)
+				}
+				break
+			}
+			lo, prev = ub, c
+		}
+	}
+	return out, total, true
 }
 
 // scaleMinInterval is forecast.minInterval of the planner's (default) config.
