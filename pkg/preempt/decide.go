@@ -312,7 +312,9 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		lease = nil
 	}
 	d.ProtectedUntil, d.LeaseCooldownUntil = lease, leaseCool
-	if newBoost < 0 && facts.AdmittedAt != nil {
+	if newBoost < 0 && facts.AdmittedAt != nil && !pastEnter {
+		// (Past it already, the job yields for a reason that no crossing
+		// changes: a broken job no stop will end, or distrust.)
 		d.NearDoneAt = nearDoneCrossing(v, &f, &p)
 	}
 
@@ -436,7 +438,7 @@ func trustedProgressPast(v Verdict, f *forecast.Forecast, p *Policy, distrusted 
 	moving := v != Hung
 	now, ok := projectedProgress(f, moving, f.Now)
 	soon, _ := projectedProgress(f, moving, f.Now+p.Stability.MinDwell.Seconds())
-	return now, ok && soon >= enterThreshold(f, p)
+	return now, ok && soon >= enterThreshold(f, p)-1e-9 // (float rounding at the crossing)
 }
 
 // enterThreshold is NearDone.EnterProgress less one step: counters are
@@ -478,12 +480,9 @@ func nearDoneCrossing(v Verdict, f *forecast.Forecast, p *Policy) *float64 {
 		return nil
 	}
 	t := *f.LastReport + (enter-pr)**f.TotalSteps / *f.StepRate - p.Stability.MinDwell.Seconds()
-	if !finite(t) {
-		return nil
+	if !finite(t) || t <= f.Now {
+		return nil // already there: this decision took it into account
 	}
-	// Projected to now it may already be there up to rounding: decide
-	// again right after.
-	t = math.Max(t, f.Now+1)
 	return &t
 }
 
