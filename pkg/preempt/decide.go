@@ -90,8 +90,9 @@ type Decision struct {
 	// LeaseCooldownUntil: protection cannot be earned before this time.
 	LeaseCooldownUntil *float64 `json:"leaseCooldownUntil,omitempty"`
 	// NearDoneAt is when a yielding job's step counter is projected to
-	// reach NearDone.EnterProgress (its yield ends there); nil when it does
-	// not yield or the projection is unknown.
+	// come within Stability.MinDwell of NearDone.EnterProgress (its yield
+	// ends there: a decision deadline); nil when it does not yield or the
+	// projection is unknown.
 	NearDoneAt *float64 `json:"nearDoneAt,omitempty"`
 	// Distrust records the last integrity finding; while it lasts the job
 	// cannot earn protection.
@@ -259,8 +260,8 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 	// 5. Dwell and rate cap.
 	// A NaN divergence acts at once; so does lifting the yield of a job the
 	// planner evicted, once it is readmitted (it must not be preempted
-	// again before new evidence arrives).
-	// So does lifting the yield of a job that is this close to its end.
+	// again before new evidence arrives), and of a job this close to its
+	// end.
 	lift := prevBoost < 0 && target >= 0 && (pastEnter || v == NearDone)
 	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f)) ||
 		(evict.active && !evict.out && prevBoost < 0 && target == 0) || lift
