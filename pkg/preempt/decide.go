@@ -425,8 +425,8 @@ func evictionCooldown(facts *Facts, p *Policy, now float64) evictionState {
 }
 
 // trustedProgressPast: the job's trusted counter progress, projected from
-// its latest report at its recent step rate (not for a Hung job), is at or
-// past NearDone.EnterProgress within Stability.MinDwell: a yield that would
+// its latest report at its recent step rate (projectedProgress; not for a
+// Hung job), is at or past NearDone.EnterProgress within Stability.MinDwell: a yield that would
 // have to be lifted again before the dwell is a flap, and a preemption in
 // between would catch the job past the threshold. A stalled job past it does
 // not yield when it is Plateaued, or Diverging or Hung and will be stopped
@@ -437,9 +437,15 @@ func trustedProgressPast(v Verdict, f *forecast.Forecast, p *Policy, distrusted 
 		return 0, false
 	}
 	moving := v != Hung
-	now, ok := projectedProgress(f, moving, f.Now)
-	soon, _ := projectedProgress(f, moving, f.Now+p.Stability.MinDwell.Seconds())
-	return now, ok && soon >= enterThreshold(f, p)-1e-9 // (float rounding at the crossing)
+	now, ok := projectedProgress(f, moving)
+	if !ok {
+		return 0, false
+	}
+	soon := now
+	if moving && f.StepRate != nil && *f.StepRate > 0 {
+		soon = math.Min(now + *f.StepRate*p.Stability.MinDwell.Seconds() / *f.TotalSteps, 1)
+	}
+	return now, soon >= enterThreshold(f, p)-1e-9 // (float rounding at the crossing)
 }
 
 // enterThreshold is NearDone.EnterProgress less one step: counters are
@@ -449,16 +455,21 @@ func enterThreshold(f *forecast.Forecast, p *Policy) float64 {
 }
 
 // projectedProgress is the step counter's progress, projected from the
-// latest report to time at at the job's own recent step rate when moving is
-// true (the job reports at intervals; between two reports it keeps
-// stepping). Capped at 1.
-func projectedProgress(f *forecast.Forecast, moving bool, at float64) (float64, bool) {
+// latest report to the forecast's Now at the job's own recent step rate when
+// moving is true: between two reports a job keeps stepping. The projection
+// reaches at most two usual report intervals past the latest report (beyond
+// that, the silence is no evidence of progress). Capped at 1.
+func projectedProgress(f *forecast.Forecast, moving bool) (float64, bool) {
 	pr, ok := counterProgress(f)
 	if !ok {
 		return 0, false
 	}
-	if moving && f.StepRate != nil && *f.StepRate > 0 && f.LastReport != nil && at > *f.LastReport {
-		if x := pr + *f.StepRate*(at-*f.LastReport) / *f.TotalSteps; finite(x) {
+	if moving && f.StepRate != nil && *f.StepRate > 0 && f.LastReport != nil && f.Now > *f.LastReport {
+		dt := f.Now - *f.LastReport
+		if f.ReportInterval != nil && *f.ReportInterval > 0 {
+			dt = math.Min(dt, 2**f.ReportInterval)
+		}
+		if x := pr + *f.StepRate*dt / *f.TotalSteps; finite(x) {
 			pr = x
 		}
 	}

@@ -801,9 +801,9 @@ func TestYieldEndsAtProjectedNearDone(t *testing.T) {
 	if next := d.NextChange(j.facts, j.p); next != t0+699 {
 		t.Fatalf("NextChange %v, want t0+699 (%v)", next-t0, d.Reason)
 	}
-	// At the deadline with no new report since t0: projected 87 % now, 90 %
+	// At the deadline, the latest report 9 s old: projected 87 % now, 90 %
 	// within the dwell.
-	d = j.at(at(8000, t0)(t0 + 699))
+	d = j.at(at(8690, t0+690)(t0 + 699))
 	if d.AdvisedBoost != 0 || d.NearDoneAt != nil {
 		t.Fatalf("yield not lifted at the projected crossing: %s", d.Reason)
 	}
