@@ -18,9 +18,6 @@ import (
 	"github.com/progress-planner/planner/pkg/report"
 )
 
-// LabelJobUID is the Workload label Kueue sets to the owning job's UID.
-const LabelJobUID = "kueue.x-k8s.io/job-uid"
-
 // Options of the conversion.
 type Options struct {
 	// GPUResource is the resource counted as GPUs (nvidia.com/gpu).
@@ -208,7 +205,7 @@ func (s *Snapshot) ExplainInput(ns, name string, jobUID types.UID, o Options) (r
 		switch {
 		case wl.Name == name:
 			target = wl
-		case jobUID != "" && wl.Labels[LabelJobUID] == string(jobUID), trainJobOf(wl) == name,
+		case jobUID != "" && wl.Labels[kueueext.LabelJobUID] == string(jobUID), trainJobOf(wl) == name,
 			pf != nil && pf.Status.Workload == wl.Name:
 			candidates = append(candidates, wl)
 		}

@@ -242,7 +242,7 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		notes = append(notes, evict.note)
 	case v.Stalled() && evict.active:
 		notes = append(notes, evict.note)
-	case v.Stalled() && exempt:
+	case exempt:
 		// A stall this close to the planned end costs at most the rest of
 		// the run; a preemption would waste the work since the last
 		// checkpoint. Only trusted, counter-derived progress counts.
