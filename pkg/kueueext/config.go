@@ -118,7 +118,7 @@ func DefaultConfig() Config {
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
 			IdleInterval:            preempt.Dur(2 * time.Minute),
-			MaxConcurrentReconciles: 16,
+			MaxConcurrentReconciles: 64,
 		},
 		Workloads: WorkloadConfig{
 			GPUResource: "nvidia.com/gpu",

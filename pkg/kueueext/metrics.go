@@ -29,9 +29,9 @@ var (
 		Help:    "Duration of forecast.Fit for one job.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
-	metricReportAge = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "planner_decision_report_age_seconds",
-		Help:    "For decisions on new reports: time from observing the newest report the decision includes to the decision.",
+	metricUpdateToDecision = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "planner_update_to_decision_seconds",
+		Help:    "For decisions on new reports: time from the watch delivering the TrainJob update with the newest report the decision includes to the decision (workqueue wait, waiting for the rate limit's fresh report, forecast).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})
 	metricDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -76,7 +76,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		ctrlmetrics.Registry.MustRegister(
-			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricReportAge,
+			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricUpdateToDecision,
 			metricDecisions, metricBoostChanges, metricDeactivations, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 		)

@@ -171,7 +171,7 @@ func (p *Planner) apisChanged(s APIStatus) error {
 		}
 		c, err := ctrl.NewControllerManagedBy(p.mgr).
 			Named("trainjob-progress").
-			For(&trainer.TrainJob{}).
+			For(&trainer.TrainJob{}, builder.WithPredicates(p.rec.arrivals.predicate())).
 			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(createOrDelete())).
 			WithOptions(opts).
 			Build(p.rec)

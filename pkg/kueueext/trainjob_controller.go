@@ -92,6 +92,7 @@ type TrainJobReconciler struct {
 	wl        *workloads
 
 	kueueReady atomic.Bool
+	arrivals   *arrivals
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobState
@@ -111,8 +112,8 @@ type jobState struct {
 
 	lastForecast time.Time
 	newData      bool
-	// lastAccepted is when the newest accepted report was observed, and
-	// reportGap a moving average of the time between accepted reports
+	// lastAccepted is when the watch delivered the newest accepted report,
+	// and reportGap a moving average of the time between accepted reports
 	// (planner clock): the rate limit waits about one gap for fresh data.
 	lastAccepted time.Time
 	reportGap    time.Duration
@@ -130,8 +131,9 @@ type jobState struct {
 func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
-		wl:   &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
-		jobs: map[types.NamespacedName]*jobState{},
+		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
+		jobs:     map[types.NamespacedName]*jobState{},
+		arrivals: newArrivals(clk),
 	}
 }
 
@@ -216,8 +218,9 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	now := r.clock.Now()
 	nowSec := unixSeconds(now)
 
-	// 1. Observe a new trainerStatus.
-	fresh := r.observe(&tj, st, now)
+	// 1. Observe a new trainerStatus (delivered by the watch at arrived).
+	arrived := r.arrivals.take(req.NamespacedName, now)
+	fresh := r.observe(&tj, st, now, arrived)
 
 	// 2. Objective and stop opt-in from the TrainJob's annotations.
 	choice := ResolveObjective(tj.Annotations, st.hist)
@@ -408,8 +411,8 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 }
 
 // observe folds a new trainerStatus into the history; it reports whether
-// a new report was accepted.
-func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now time.Time) bool {
+// a new report was accepted. arrived is when the watch delivered it.
+func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now, arrived time.Time) bool {
 	ts := tj.Status.TrainerStatus
 	h := statusHash(ts)
 	if h == "" || h == st.work.ObservedStatusHash {
@@ -435,7 +438,7 @@ func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now tim
 	if accepted {
 		metricObservations.WithLabelValues("accepted").Inc()
 		st.newData = true
-		st.noteReportGap(now)
+		st.noteReportGap(arrived)
 	} else {
 		metricObservations.WithLabelValues("refused").Inc()
 	}
@@ -656,7 +659,7 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	st.decision = d
 	st.lastForecast = now
 	if st.newData && !st.lastAccepted.IsZero() {
-		metricReportAge.Observe(max(now.Sub(st.lastAccepted), 0).Seconds())
+		metricUpdateToDecision.Observe(max(now.Sub(st.lastAccepted), 0).Seconds())
 	}
 	st.newData, st.urgent = false, nil
 
