@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +22,11 @@ import (
 	"testing"
 	"time"
 
+	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -161,7 +164,7 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	// acks[j][k] is when the driver sent job j's report k (current_step =
 	// 10k) and when the API server acknowledged it; zero when not (yet)
 	// written.
-	type write struct{ sent, ack time.Time }
+	type write struct{ sent, ack, seen time.Time }
 	type jobAcks struct {
 		mu   sync.Mutex
 		acks []write
@@ -181,6 +184,8 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		latencies  []float64
 		visible    []float64
 		fromAck    []float64
+		ackToSeen  []float64
+		seenToDec  []float64
 		unmatched  int
 		lastKey    = map[string]string{}
 		lastStep   = map[string]int{}
@@ -245,6 +250,10 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		decided := time.Unix(0, int64(dec.At*1e9))
 		latencies = append(latencies, decided.Sub(w.sent).Seconds())
 		fromAck = append(fromAck, decided.Sub(w.ack).Seconds())
+		if !w.seen.IsZero() {
+			ackToSeen = append(ackToSeen, w.seen.Sub(w.ack).Seconds())
+			seenToDec = append(seenToDec, decided.Sub(w.seen).Seconds())
+		}
 		visible = append(visible, seen.Sub(w.sent).Seconds())
 	}
 	pfCache, err := cache.New(dcfg, cache.Options{Scheme: kueueext.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
@@ -265,6 +274,51 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	if !pfCache.WaitForCacheSync(ctx) {
 		b.Fatal("ProgressForecast cache did not sync")
 	}
+	// A second watcher of the TrainJobs: when this process sees report k
+	// of a job is about when the API server delivers it to any watcher,
+	// the planner's included (same cacher), which splits the latency into
+	// the API server's part and the planner's.
+	onTJ := func(obj any) {
+		seen := time.Now()
+		tj, ok := obj.(*kftrainer.TrainJob)
+		if !ok || tj.Status.TrainerStatus == nil {
+			return
+		}
+		j, ok := index[tj.Name]
+		if !ok {
+			return
+		}
+		k := -1
+		for _, m := range tj.Status.TrainerStatus.Metrics {
+			if m.Name == "current_step" {
+				if v, err := strconv.Atoi(m.Value); err == nil {
+					k = v / 10
+				}
+			}
+		}
+		ja := acks[j]
+		ja.mu.Lock()
+		for len(ja.acks) <= k {
+			ja.acks = append(ja.acks, write{})
+		}
+		if k >= 0 && ja.acks[k].seen.IsZero() {
+			ja.acks[k].seen = seen
+		}
+		ja.mu.Unlock()
+	}
+	tjInf, err := pfCache.GetInformer(ctx, &kftrainer.TrainJob{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tjInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    onTJ,
+		UpdateFunc: func(_, o any) { onTJ(o) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if !pfCache.WaitForCacheSync(ctx) {
+		b.Fatal("TrainJob cache did not sync")
+	}
 
 	// Start `planner run` as its own process.
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
@@ -277,6 +331,10 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		b.Fatal(err)
 	}
 	cfgFile := filepath.Join(tmp, "planner.yaml")
+	workersYAML := "" // the default
+	if os.Getenv("PLANNER_SCALE_WORKERS") != "" {
+		workersYAML = fmt.Sprintf("forecast:\n  maxConcurrentReconciles: %d\n", scaleEnvInt(b, "PLANNER_SCALE_WORKERS", 0))
+	}
 	metricsAddr, err := freeLocalAddr()
 	if err != nil {
 		b.Fatal(err)
@@ -291,7 +349,7 @@ health:
   bindAddress: "0"
 policy:
   mode: enforce
-`), 0o600); err != nil {
+`+workersYAML), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("planner-scale-%d.log", os.Getpid()))
@@ -361,7 +419,7 @@ policy:
 				for len(ja.acks) <= k {
 					ja.acks = append(ja.acks, write{})
 				}
-				ja.acks[k] = write{sent: sent, ack: ack}
+				ja.acks[k].sent, ja.acks[k].ack = sent, ack
 				ja.mu.Unlock()
 				if !sent.Before(winStartLoad(&mu, &winStart)) {
 					wmu.Lock()
@@ -380,6 +438,41 @@ policy:
 	cpu0, err := procCPUSeconds(pid)
 	if err != nil {
 		b.Fatal(err)
+	}
+	// Who else uses the 2 cores: the control plane's processes and this
+	// one (Kueue in-process, the driver, the benchmark's watch).
+	others := controlPlanePIDs()
+	others["this test process (Kueue, driver, watch)"] = os.Getpid()
+	othersCPU0 := map[string]float64{}
+	for name, p := range others {
+		if c, err := procCPUSeconds(p); err == nil {
+			othersCPU0[name] = c
+		}
+	}
+	metrics0, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics")
+	if err != nil {
+		b.Logf("planner metrics at the window's start: %v", err)
+	}
+	apiMetrics := func() map[string]*dto.MetricFamily {
+		cs, err := kubernetes.NewForConfig(env.Config)
+		if err != nil {
+			return nil
+		}
+		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			b.Logf("kube-apiserver metrics: %v", err)
+			return nil
+		}
+		tp := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := tp.TextToMetricFamilies(strings.NewReader(string(data)))
+		if err != nil {
+			b.Logf("kube-apiserver metrics: %v", err)
+		}
+		return fams
+	}
+	api0 := apiMetrics()
+	if dir := os.Getenv("PLANNER_SCALE_PPROF"); dir != "" {
+		go profileControlPlane(ctx, b, env.Config, dir, duration)
 	}
 	written0 := written.Load()
 	mu.Lock()
@@ -407,6 +500,7 @@ policy:
 	lat := slices.Clone(latencies)
 	vis := slices.Clone(visible)
 	fack := slices.Clone(fromAck)
+	a2s, s2d := slices.Clone(ackToSeen), slices.Clone(seenToDec)
 	unm, pfs := unmatched, len(pfSeen)
 	mu.Unlock()
 	updates := written.Load() - written0
@@ -416,6 +510,8 @@ policy:
 	slices.Sort(lat)
 	slices.Sort(vis)
 	slices.Sort(fack)
+	slices.Sort(a2s)
+	slices.Sort(s2d)
 	wmu.Lock()
 	wl := slices.Clone(writeLat)
 	wmu.Unlock()
@@ -439,35 +535,61 @@ policy:
 		len(lat), float64(len(lat))/wall, float64(jobs)/scaleMinInterval.Seconds(), unm, quantile(lat, 0.5), quantile(lat, 0.9), quantile(lat, 0.99), quantile(lat, 1))
 	b.Logf("from the acknowledgement of the write instead of its start (negative: the planner decided before the driver got the answer): p50 %.2fs p99 %.2fs",
 		quantile(fack, 0.5), quantile(fack, 0.99))
+	b.Logf("split at this process's own TrainJob watch (%d decisions): write ack → report seen by a watcher p50 %.2fs p90 %.2fs p99 %.2fs; report seen → decision p50 %.2fs p90 %.2fs p99 %.2fs",
+		len(s2d), quantile(a2s, 0.5), quantile(a2s, 0.9), quantile(a2s, 0.99), quantile(s2d, 0.5), quantile(s2d, 0.9), quantile(s2d, 0.99))
 	b.Logf("until the decision was visible in the ProgressForecast: p50 %.2fs p90 %.2fs p99 %.2fs max %.2fs",
 		quantile(vis, 0.5), quantile(vis, 0.9), quantile(vis, 0.99), quantile(vis, 1))
 	b.Logf("trainerStatus write ack: p50 %.3fs p99 %.3fs", quantile(wl, 0.5), quantile(wl, 0.99))
 	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu1-cpu0, wall, rssMiB)
-	// Where the time goes inside the planner (whole run, warm-up included;
-	// quantiles interpolated within histogram buckets).
+	for name, p := range others {
+		if c, err := procCPUSeconds(p); err == nil {
+			b.Logf("%s (pid %d): %.3f cores", name, p, (c-othersCPU0[name])/wall)
+		}
+	}
+	// The API server's view of the same window.
+	if api1 := apiMetrics(); api1 != nil {
+		for _, h := range []struct {
+			family string
+			match  map[string]string
+			what   string
+		}{
+			{"apiserver_request_duration_seconds", map[string]string{"verb": "APPLY", "resource": "trainjobs", "subresource": "status"}, "trainerStatus apply (APPLY trainjobs/status)"},
+			{"apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "progressforecasts", "subresource": "status"}, "ProgressForecast status write (PUT)"},
+			{"etcd_request_duration_seconds", map[string]string{"operation": "update"}, "etcd update"},
+		} {
+			if q, n, ok := histQuantilesMatching(api1[h.family], api0[h.family], h.match, 0.5, 0.99); ok {
+				b.Logf("kube-apiserver %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
+			}
+		}
+	}
+	// Where the time goes inside the planner (over the window: the
+	// difference of two scrapes; quantiles interpolated within histogram
+	// buckets).
 	if fams, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics"); err != nil {
 		b.Logf("planner metrics: %v", err)
 	} else {
 		for _, h := range []struct{ family, label, what string }{
-			{"planner_decision_report_age_seconds", "", "observing the newest report → decision"},
+			{"planner_update_to_decision_seconds", "", "watch delivery of the newest report → decision"},
 			{"workqueue_queue_duration_seconds", "trainjob-progress", "TrainJob workqueue wait"},
 			{"workqueue_work_duration_seconds", "trainjob-progress", "TrainJob reconcile"},
 			{"rest_client_rate_limiter_duration_seconds", "", "client-side rate limiter wait"},
 			{"rest_client_request_duration_seconds", "", "API request"},
 		} {
-			if q, n, ok := histQuantiles(fams[h.family], h.label, 0.5, 0.99); ok {
+			if q, n, ok := histQuantiles(fams[h.family], metrics0[h.family], h.label, 0.5, 0.99); ok {
 				b.Logf("planner %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
 			}
 		}
 		byMethod := map[string]float64{}
-		for _, m := range fams["rest_client_requests_total"].GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "method" {
-					byMethod[lp.GetValue()] += m.GetCounter().GetValue()
+		for sign, f := range map[float64]*dto.MetricFamily{1: fams["rest_client_requests_total"], -1: metrics0["rest_client_requests_total"]} {
+			for _, m := range f.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "method" {
+						byMethod[lp.GetValue()] += sign * m.GetCounter().GetValue()
+					}
 				}
 			}
 		}
-		b.Logf("planner API requests by method (whole run): %v", byMethod)
+		b.Logf("planner API requests by method (window): %v", byMethod)
 	}
 }
 
@@ -496,32 +618,45 @@ func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamil
 }
 
 // histQuantiles merges the histogram's series (those whose label "name"
-// is label, when label is set) and interpolates the quantiles within the
+// is label, when label is set), subtracts the same series of base (an
+// earlier scrape; nil for none) and interpolates the quantiles within the
 // cumulative buckets.
-func histQuantiles(f *dto.MetricFamily, label string, qs ...float64) ([]float64, uint64, bool) {
+func histQuantiles(f, base *dto.MetricFamily, label string, qs ...float64) ([]float64, uint64, bool) {
+	if label == "" {
+		return histQuantilesMatching(f, base, nil, qs...)
+	}
+	return histQuantilesMatching(f, base, map[string]string{"name": label}, qs...)
+}
+
+// histQuantilesMatching is histQuantiles over the series carrying all the
+// labels of match.
+func histQuantilesMatching(f, base *dto.MetricFamily, match map[string]string, qs ...float64) ([]float64, uint64, bool) {
 	if f == nil {
 		return nil, 0, false
 	}
 	cum := map[float64]uint64{}
 	var total uint64
-	for _, m := range f.GetMetric() {
-		if label != "" {
-			match := false
+	add := func(f *dto.MetricFamily, sign int64) {
+		for _, m := range f.GetMetric() {
+			n := 0
 			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "name" && lp.GetValue() == label {
-					match = true
+				if v, ok := match[lp.GetName()]; ok && v == lp.GetValue() {
+					n++
 				}
 			}
-			if !match {
+			if n < len(match) {
 				continue
 			}
-		}
-		h := m.GetHistogram()
-		total += h.GetSampleCount()
-		for _, bk := range h.GetBucket() {
-			cum[bk.GetUpperBound()] += bk.GetCumulativeCount()
+			h := m.GetHistogram()
+			total = uint64(int64(total) + sign*int64(h.GetSampleCount()))
+			for _, bk := range h.GetBucket() {
+				ub := bk.GetUpperBound()
+				cum[ub] = uint64(int64(cum[ub]) + sign*int64(bk.GetCumulativeCount()))
+			}
 		}
 	}
+	add(f, 1)
+	add(base, -1)
 	if total == 0 {
 		return nil, 0, false
 	}
@@ -549,6 +684,68 @@ func histQuantiles(f *dto.MetricFamily, label string, qs ...float64) ([]float64,
 		}
 	}
 	return out, total, true
+}
+
+// controlPlanePIDs finds this process's children kube-apiserver and etcd
+// (envtest starts them).
+func controlPlanePIDs() map[string]int {
+	out := map[string]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(s[closing+1:]) // f[1] is field 4 (ppid)
+		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if comm := s[open+1 : closing]; comm == "kube-apiserver" || comm == "etcd" {
+			out[comm] = pid
+		}
+	}
+	return out
+}
+
+// profileControlPlane writes 30 s CPU profiles of kube-apiserver (its
+// /debug/pprof is on by default) and of this process, from a third of the
+// window on, into dir (PLANNER_SCALE_PPROF).
+func profileControlPlane(ctx context.Context, b *testing.B, cfg *rest.Config, dir string, window time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(window / 3):
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Logf("pprof: %v", err)
+		return
+	}
+	if self, err := os.Create(filepath.Join(dir, "testprocess.pprof")); err == nil {
+		if err := pprof.StartCPUProfile(self); err == nil {
+			defer func() { pprof.StopCPUProfile(); self.Close() }()
+		}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Logf("pprof: %v", err)
+		return
+	}
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(time.Minute).DoRaw(ctx)
+	if err != nil {
+		b.Logf("pprof kube-apiserver: %v", err)
+		return
+	}
+	err = os.WriteFile(filepath.Join(dir, "kube-apiserver.pprof"), data, 0o644)
+	b.Logf("pprof: kube-apiserver profile %d bytes (err %v) and this process's in %s", len(data), err, dir)
 }
 
 // scaleMinInterval is forecast.minInterval of the planner's (default) config.
