@@ -291,6 +291,12 @@ func (e *engine) admit(j *jobState) {
 	j.gen++
 	e.q.push(event{t: e.now + (j.Duration - j.work), kind: evFinish, job: int32(j.ID), gen: j.gen})
 	j.nextReport = e.now + j.reportEvery
+	if first := j.firstEvalWork(); j.work < first && first-j.work < j.reportEvery {
+		// A reporter reports when it logs: the job's first evaluation is
+		// reported when it is made, not at the next report interval (the
+		// gain a plateau is measured against starts there).
+		j.nextReport = e.now + (first - j.work)
+	}
 	if j.hist != nil {
 		j.hist.Resume() // readmitted: as the controller tells the history
 	}
