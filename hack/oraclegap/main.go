@@ -35,6 +35,7 @@ func main() {
 	limit := flag.Int("limit", 0, "first N jobs only")
 	top := flag.Int("top", 30, "jobs to list")
 	csvOut := flag.String("csv", "", "write one line per job to this file")
+	solo := flag.Int("solo", -1, "run only this job (by id) alone on the cluster and print every planner decision")
 	flag.Parse()
 	sc := &simulator.Scenario{Name: "trace", Trace: &simulator.TraceSource{Path: *trace, Format: *format, Limit: *limit}}
 	if *curves != "" {
@@ -45,6 +46,10 @@ func main() {
 	opt.Deactivate = true
 	in, err := sc.Resolve()
 	must(err)
+	if *solo >= 0 {
+		runSolo(in, *solo, opt)
+		return
+	}
 	traj := map[string][][]obs{}
 	for _, p := range []string{simulator.PolicyPlanner, simulator.PolicyOracle} {
 		traj[p] = make([][]obs, len(in.Jobs))
@@ -296,4 +301,26 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// runSolo runs job id alone and prints the planner's decisions.
+func runSolo(in *simulator.Input, id int, opt simulator.Options) {
+	j := *in.Jobs[id]
+	j.ID, j.Arrival = 0, 0
+	one := &simulator.Input{Name: "solo", Queues: in.Queues, Jobs: []*simulator.Job{&j}}
+	fmt.Printf("job %d %s: %d GPUs, %.1fh, onset %.3f\n", id, j.CurveName, j.GPUs, j.Duration/3600, j.PlateauWork()/j.Duration)
+	opt.Observe = func(o simulator.Observation) {
+		if o.Policy != simulator.PolicyPlanner {
+			return
+		}
+		f := o.Forecast
+		rel := math.NaN()
+		if f.RelativeRemaining != nil {
+			rel = *f.RelativeRemaining
+		}
+		fmt.Printf("  x %.3f  %-11s p %.2f rel %.4f conf %.2f pts %d  %s\n", o.Work/j.Duration, o.Decision.Verdict, f.PlateauProbability, rel, f.Confidence, f.ObjectivePts, trunc(o.Decision.Reason, 160))
+	}
+	r, err := simulator.Run(one, simulator.PolicyPlanner, opt)
+	must(err)
+	fmt.Printf("outcome %s at progress %.3f\n", r.Jobs[0].Outcome, r.Jobs[0].Progress)
 }
