@@ -154,11 +154,21 @@ func analyse(in *simulator.Input, res map[string]*simulator.Result, traj map[str
 			if r.stallStart < r.onset {
 				comp["(stall streak began before the onset)"] += 0
 			}
-			// Why detection lagged: verdicts between the first forecast after the onset and the streak.
+			// Why detection lagged: verdicts between the first forecast after the onset and the streak;
+			// each interval between two decisions is charged to the verdict that held over it.
 			vs := map[preempt.Verdict]int{}
-			for _, o := range ts {
+			for k, o := range ts {
 				if o.work >= r.onset && o.work < r.stallStart {
 					vs[o.verdict]++
+					if k+1 < len(ts) {
+						why := string(o.verdict)
+						if o.verdict == preempt.Progressing && o.prob >= 0.8 {
+							why += " (probability ok, curve remaining > 2%)"
+						} else if o.verdict == preempt.Progressing {
+							why += " (plateau probability < 0.8)"
+						}
+						comp["b. detection, by the verdict that held: "+why] += (math.Min(ts[k+1].work, r.stallStart) - o.work) * g
+					}
 				}
 			}
 			r.detail = fmt.Sprintf("verdicts onset→stall %v", vs)
