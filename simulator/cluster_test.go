@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/progress-planner/planner/pkg/forecast"
 )
 
 // job builds a job with a curve that never plateaus (onset 1).
@@ -380,4 +382,46 @@ func TestStaleLastEventStillSchedules(t *testing.T) {
 3600 admit b
 3660 finish b
 `)
+}
+
+func TestFirstReportCarriesTheFirstEvaluation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		firstX    float64 // the curve's first evaluation (run fraction)
+		duration  float64
+		wantFirst float64 // time of the history's first point
+		wantValue float64 // the objective it carries
+	}{
+		// reports every 12m (duration/100): the first evaluation at 1m12s
+		// is reported then, with the value it logged.
+		{"early first evaluation", 0.001, 20 * 3600, 72, 9},
+		// at 0: the first regular report carries it.
+		{"evaluation at the start", 0, 20 * 3600, 720, 9},
+		// later than one report interval: the usual cadence.
+		{"late first evaluation", 0.05, 20 * 3600, 720, math.NaN()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize},
+				X: []float64{tc.firstX, 0.5, 1}, V: []float64{9, 2, 1}}
+			c.finish(c.V)
+			j := &Job{Name: "a", Queue: "q", GPUs: 1, Duration: tc.duration, TotalSteps: 1000, Curve: c}
+			o := DefaultOptions()
+			e, err := newEngine(input(one(1), j), o, &decider{p: o.Policy}, PolicyPlanner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.loop()
+			h := e.jobs[0].hist
+			if h.Len() == 0 {
+				t.Fatal("no reports")
+			}
+			if got := h.Points()[0].T; math.Abs(got-tc.wantFirst) > 1e-6 {
+				t.Errorf("first report at %v, want %v", got, tc.wantFirst)
+			}
+			v := h.Value(0, "eval_loss")
+			if v != tc.wantValue && !(math.IsNaN(v) && math.IsNaN(tc.wantValue)) {
+				t.Errorf("first report's eval_loss %v, want %v", v, tc.wantValue)
+			}
+		})
+	}
 }

@@ -55,6 +55,23 @@ type Options struct {
 	// Progress, when set, is called now and then with the policy being
 	// run, the jobs finished so far and the total.
 	Progress func(policy string, done, total int)
+	// Observe, when set, is called after every planner or oracle decision
+	// (before it is applied), for diagnostics (hack/oraclegap). nil costs
+	// nothing.
+	Observe func(o Observation)
+}
+
+// Observation is one decision of the planner or oracle policy, for
+// diagnostics: the job, the instant, its true progress (running seconds
+// of work), and the forecast and decision.
+type Observation struct {
+	Policy   string
+	Job      *Job
+	Now      float64
+	Work     float64
+	Running  bool
+	Forecast *forecast.Forecast
+	Decision *preempt.Decision
 }
 
 // DefaultOptions are the documented defaults.
@@ -274,6 +291,12 @@ func (e *engine) admit(j *jobState) {
 	j.gen++
 	e.q.push(event{t: e.now + (j.Duration - j.work), kind: evFinish, job: int32(j.ID), gen: j.gen})
 	j.nextReport = e.now + j.reportEvery
+	if first := j.firstEvalWork(); j.work < first && first-j.work < j.reportEvery {
+		// A reporter reports when it logs: the job's first evaluation is
+		// reported when it is made, not at the next report interval (the
+		// gain a plateau is measured against starts there).
+		j.nextReport = e.now + (first - j.work)
+	}
 	if j.hist != nil {
 		j.hist.Resume() // readmitted: as the controller tells the history
 	}

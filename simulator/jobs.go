@@ -43,6 +43,15 @@ func (j *Job) PlateauWork() float64 {
 	return math.Min(1, j.Curve.Onset) * j.Duration
 }
 
+// firstEvalWork is the running time of the curve's first evaluation
+// (+Inf without a curve or evaluations).
+func (j *Job) firstEvalWork() float64 {
+	if j.Curve == nil || len(j.Curve.X) == 0 {
+		return math.Inf(1)
+	}
+	return j.Curve.X[0] * j.Duration
+}
+
 // jobState is a job during one run.
 type jobState struct {
 	*Job

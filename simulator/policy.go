@@ -227,6 +227,9 @@ func (d *decider) decide(e *engine, j *jobState, running bool) {
 		why = tickEviction
 	}
 	e.stats.decisionsBy[why]++
+	if e.opt.Observe != nil {
+		e.opt.Observe(Observation{Policy: e.polName, Job: j.Job, Now: e.now, Work: j.workAt(e.now), Running: running, Forecast: &f, Decision: &dec})
+	}
 	j.decision = dec
 	j.lastForecast = e.now
 	e.setBoost(j, dec.Boost)

@@ -206,3 +206,29 @@ func TestReports(t *testing.T) {
 		}
 	}
 }
+
+func TestObserveSeesEveryDecision(t *testing.T) {
+	sc, _ := ParseScenario([]byte(smallScenario))
+	in, _ := sc.Resolve()
+	for _, pol := range []string{PolicyPlanner, PolicyOracle} {
+		o, _ := sc.Options(DefaultOptions())
+		n, stops := 0, 0
+		o.Observe = func(ob Observation) {
+			n++
+			if ob.Policy != pol || ob.Job == nil || ob.Forecast == nil || ob.Decision == nil || ob.Decision.At != ob.Now ||
+				ob.Work < 0 || ob.Work > ob.Job.Duration {
+				t.Fatalf("%s: observation %+v", pol, ob)
+			}
+			if ob.Running && ob.Decision.Action == "Deactivate" {
+				stops++
+			}
+		}
+		r, err := Run(in, pol, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != r.Summary.Decisions || stops != r.Summary.Deactivated {
+			t.Errorf("%s: observed %d decisions and %d stops, summary %d and %d", pol, n, stops, r.Summary.Decisions, r.Summary.Deactivated)
+		}
+	}
+}
