@@ -118,7 +118,7 @@ func DefaultConfig() Config {
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
 			IdleInterval:            preempt.Dur(2 * time.Minute),
-			MaxConcurrentReconciles: 64,
+			MaxConcurrentReconciles: 256,
 		},
 		Workloads: WorkloadConfig{
 			GPUResource: "nvidia.com/gpu",
@@ -238,8 +238,8 @@ func (c Config) Validate() error {
 	if fc.IdleInterval.Duration < fc.MinInterval.Duration {
 		add("forecast.idleInterval", "%s must not be shorter than forecast.minInterval %s", fc.IdleInterval.Duration, fc.MinInterval.Duration)
 	}
-	if fc.MaxConcurrentReconciles < 1 || fc.MaxConcurrentReconciles > 256 {
-		add("forecast.maxConcurrentReconciles", "%d must be in [1, 256]", fc.MaxConcurrentReconciles)
+	if fc.MaxConcurrentReconciles < 1 || fc.MaxConcurrentReconciles > 1024 {
+		add("forecast.maxConcurrentReconciles", "%d must be in [1, 1024]", fc.MaxConcurrentReconciles)
 	}
 	w := c.Workloads
 	if w.GPUResource == "" {

@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -97,7 +99,19 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	}
 	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
 
-	env := framework.Start(b, framework.Options{ExtraCRDPaths: []string{crdDir}})
+	opts := framework.Options{ExtraCRDPaths: []string{crdDir}}
+	if parent := os.Getenv("PLANNER_SCALE_ETCD_PARENT"); parent != "" {
+		// e.g. /dev/shm: etcd's data in memory, so the disk of a shared
+		// machine does not set the API server's write latency.
+		dir, err := os.MkdirTemp(parent, "planner-scale-etcd-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = os.RemoveAll(dir) })
+		opts.EtcdDataDir = dir
+		b.Logf("etcd data in %s", dir)
+	}
+	env := framework.Start(b, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+30*time.Minute)
 	defer cancel()
 
@@ -547,7 +561,8 @@ policy:
 		}
 	}
 	// The API server's view of the same window.
-	if api1 := apiMetrics(); api1 != nil {
+	api1 := apiMetrics()
+	if api1 != nil {
 		for _, h := range []struct {
 			family string
 			match  map[string]string
@@ -561,6 +576,33 @@ policy:
 				b.Logf("kube-apiserver %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
 			}
 		}
+	}
+	if api1 != nil {
+		// Who writes: mutating requests by resource and verb.
+		counts := map[string]float64{}
+		for sign, f := range map[float64]*dto.MetricFamily{1: api1["apiserver_request_total"], -1: api0["apiserver_request_total"]} {
+			for _, m := range f.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				switch l["verb"] {
+				case "GET", "LIST", "WATCH":
+					continue
+				}
+				res := l["resource"]
+				if l["subresource"] != "" {
+					res += "/" + l["subresource"]
+				}
+				counts[l["verb"]+" "+res] += sign * m.GetCounter().GetValue()
+			}
+		}
+		keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+		var parts []string
+		for _, k := range keys[:min(len(keys), 10)] {
+			parts = append(parts, fmt.Sprintf("%s %.1f/s", k, counts[k]/wall))
+		}
+		b.Logf("kube-apiserver mutating requests over the window: %s", strings.Join(parts, ", "))
 	}
 	// Where the time goes inside the planner (over the window: the
 	// difference of two scrapes; quantiles interpolated within histogram

@@ -60,6 +60,10 @@ type Options struct {
 	AttachControlPlaneOutput bool
 	// StartTimeout bounds the whole start; default 2 minutes.
 	StartTimeout time.Duration
+	// EtcdDataDir is an existing directory etcd keeps its data in (the
+	// caller removes it); default a new temporary directory that Stop
+	// removes.
+	EtcdDataDir string
 }
 
 // Env is a running control plane with Kueue in-process.
@@ -195,7 +199,7 @@ func New(ctx context.Context, o Options) (env *Env, err error) {
 		AttachControlPlaneOutput: o.AttachControlPlaneOutput,
 	}
 	env.testEnv.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath}
-	env.testEnv.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath}
+	env.testEnv.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: o.EtcdDataDir}
 
 	startCtx, cancelStart := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancelStart()
