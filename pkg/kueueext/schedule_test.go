@@ -36,10 +36,11 @@ func TestNextForecast(t *testing.T) {
 		{name: "deadline ahead", since: 10 * time.Second, deadline: 25 * time.Second, after: 15 * time.Second},
 		{name: "deadline ahead of new data", since: 10 * time.Second, newData: true, deadline: 12 * time.Second, after: 2 * time.Second},
 		{name: "deadline passed but too soon", since: 1 * time.Second, deadline: 500 * time.Millisecond, after: 4 * time.Second},
-		{name: "window opens between reports: wait for the next", since: 30 * time.Second, newData: true, gap: 4 * time.Second, after: 5 * time.Second},
+		{name: "window opens between reports: wait for the next", since: 30 * time.Second, newData: true, gap: 4 * time.Second, after: 8 * time.Second},
 		{name: "the next report after the window opened", since: 32 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, run: true, why: "new reports"},
-		{name: "no next report within a gap: decide on what is there", since: 35 * time.Second, newData: true, gap: 4 * time.Second, run: true, why: "new reports"},
-		{name: "a fresh report inside the window still waits", since: 20 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, after: 15 * time.Second},
+		{name: "the next report a gap late still waited for", since: 37 * time.Second, newData: true, gap: 4 * time.Second, after: time.Second},
+		{name: "no next report within two gaps: decide on what is there", since: 38 * time.Second, newData: true, gap: 4 * time.Second, run: true, why: "new reports"},
+		{name: "a fresh report inside the window still waits", since: 20 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, after: 18 * time.Second},
 		{name: "the wait for a fresh report is at most min", since: 59 * time.Second, newData: true, gap: 10 * time.Minute, after: time.Second},
 	}
 	for _, tt := range tests {
