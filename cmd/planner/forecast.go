@@ -565,37 +565,8 @@ func fmtNum(x float64) string {
 	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
-// fmtDur renders seconds as "45s", "4m30s", "12m", "2h", "2h10m" (whole
-// minutes from 10m on), like the policy's reasons.
-func fmtDur(sec float64) string {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return "?"
-	}
-	neg := ""
-	if sec < 0 {
-		neg, sec = "-", -sec
-	}
-	s := int64(math.Round(sec))
-	if s >= 600 {
-		s = (s + 30) / 60 * 60
-	}
-	switch {
-	case s >= 3600:
-		out := fmt.Sprintf("%s%dh", neg, s/3600)
-		if m := (s % 3600) / 60; m > 0 {
-			out += fmt.Sprintf("%02dm", m)
-		}
-		return out
-	case s >= 60:
-		out := fmt.Sprintf("%s%dm", neg, s/60)
-		if r := s % 60; r > 0 {
-			out += fmt.Sprintf("%02ds", r)
-		}
-		return out
-	default:
-		return fmt.Sprintf("%s%ds", neg, s)
-	}
-}
+// fmtDur renders seconds as the policy's reasons do.
+func fmtDur(sec float64) string { return preempt.FormatDuration(sec) }
 
 // fmtPct renders a fraction as a percentage: 0.93 → "93%", 0.054 → "5.4%",
 // 0.004 → "0.4%".

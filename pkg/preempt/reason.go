@@ -150,8 +150,12 @@ func (w *text) boost(b int32) {
 	w.int(int64(b))
 }
 
-// fmtDur renders seconds as "45s", "4m30s", "12m", "2h", "2h10m" (whole
-// minutes from 10m on).
+// FormatDuration renders seconds the way decision reasons do: "45s",
+// "4m30s", "12m", "2h", "2h10m" (whole minutes from 10m on), "?" when not
+// finite. Commands that print next to reasons use it to read alike.
+func FormatDuration(sec float64) string { return fmtDur(sec) }
+
+// fmtDur is FormatDuration.
 func fmtDur(sec float64) string {
 	var buf [24]byte
 	return string(appendDur(buf[:0], sec))

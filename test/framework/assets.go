@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -175,6 +176,12 @@ func served(path *string) bool {
 	return false
 }
 
+// servedHere reports whether a webhook's service path is one of the
+// in-process Kueue webhooks (served).
+func servedHere(cc admissionv1.WebhookClientConfig) bool {
+	return cc.Service != nil && served(cc.Service.Path)
+}
+
 // loadWebhooks reads Kueue's webhook manifests and keeps the webhooks served
 // in-process. envtest rewrites their clientConfig to its local webhook server.
 func loadWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
@@ -205,26 +212,14 @@ func loadWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*
 			if err := yaml.UnmarshalStrict(doc, c); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
-			kept := c.Webhooks[:0]
-			for _, w := range c.Webhooks {
-				if w.ClientConfig.Service != nil && served(w.ClientConfig.Service.Path) {
-					kept = append(kept, w)
-				}
-			}
-			c.Webhooks = kept
+			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.MutatingWebhook) bool { return !servedHere(w.ClientConfig) })
 			muts = append(muts, c)
 		case "ValidatingWebhookConfiguration":
 			c := &admissionv1.ValidatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict(doc, c); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
-			kept := c.Webhooks[:0]
-			for _, w := range c.Webhooks {
-				if w.ClientConfig.Service != nil && served(w.ClientConfig.Service.Path) {
-					kept = append(kept, w)
-				}
-			}
-			c.Webhooks = kept
+			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.ValidatingWebhook) bool { return !servedHere(w.ClientConfig) })
 			vals = append(vals, c)
 		}
 	}
