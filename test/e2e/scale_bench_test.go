@@ -279,16 +279,7 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf, err := pfCache.GetInformer(ctx, &v1alpha1.ProgressForecast{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    onPF,
-		UpdateFunc: func(_, o any) { onPF(o) },
-	}); err != nil {
-		b.Fatal(err)
-	}
+	onAddOrUpdate(ctx, b, pfCache, &v1alpha1.ProgressForecast{}, onPF)
 	go func() { _ = pfCache.Start(ctx) }()
 	if !pfCache.WaitForCacheSync(ctx) {
 		b.Fatal("ProgressForecast cache did not sync")
@@ -325,16 +316,7 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		}
 		ja.mu.Unlock()
 	}
-	tjInf, err := pfCache.GetInformer(ctx, &kftrainer.TrainJob{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tjInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    onTJ,
-		UpdateFunc: func(_, o any) { onTJ(o) },
-	}); err != nil {
-		b.Fatal(err)
-	}
+	onAddOrUpdate(ctx, b, pfCache, &kftrainer.TrainJob{}, onTJ)
 	if !pfCache.WaitForCacheSync(ctx) {
 		b.Fatal("TrainJob cache did not sync")
 	}
@@ -472,11 +454,11 @@ policy:
 	if err != nil {
 		b.Logf("planner metrics at the window's start: %v", err)
 	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	apiMetrics := func() map[string]*dto.MetricFamily {
-		cs, err := kubernetes.NewForConfig(env.Config)
-		if err != nil {
-			return nil
-		}
 		data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 		if err != nil {
 			b.Logf("kube-apiserver metrics: %v", err)
@@ -491,7 +473,7 @@ policy:
 	}
 	api0 := apiMetrics()
 	if dir := os.Getenv("PLANNER_SCALE_PPROF"); dir != "" {
-		go profileControlPlane(ctx, b, env.Config, dir, duration)
+		go profileControlPlane(ctx, b, cs, dir, duration)
 	}
 	written0 := written.Load()
 	mu.Lock()
@@ -581,27 +563,18 @@ policy:
 				b.Logf("kube-apiserver %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
 			}
 		}
-	}
-	if api1 != nil {
 		// Who writes: mutating requests by resource and verb.
-		counts := map[string]float64{}
-		for sign, f := range map[float64]*dto.MetricFamily{1: api1["apiserver_request_total"], -1: api0["apiserver_request_total"]} {
-			for _, m := range f.GetMetric() {
-				l := map[string]string{}
-				for _, lp := range m.GetLabel() {
-					l[lp.GetName()] = lp.GetValue()
-				}
-				switch l["verb"] {
-				case "GET", "LIST", "WATCH":
-					continue
-				}
-				res := l["resource"]
-				if l["subresource"] != "" {
-					res += "/" + l["subresource"]
-				}
-				counts[l["verb"]+" "+res] += sign * m.GetCounter().GetValue()
+		counts := counterDelta(api1["apiserver_request_total"], api0["apiserver_request_total"], func(l map[string]string) string {
+			switch l["verb"] {
+			case "GET", "LIST", "WATCH":
+				return ""
 			}
-		}
+			res := l["resource"]
+			if l["subresource"] != "" {
+				res += "/" + l["subresource"]
+			}
+			return l["verb"] + " " + res
+		})
 		keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
 		var parts []string
 		for _, k := range keys[:min(len(keys), 10)] {
@@ -619,8 +592,6 @@ policy:
 			{"planner_update_to_decision_seconds", "", "watch delivery of the newest report → decision"},
 			{"workqueue_queue_duration_seconds", "trainjob-progress", "TrainJob workqueue wait"},
 			{"workqueue_work_duration_seconds", "trainjob-progress", "TrainJob reconcile"},
-			{"rest_client_rate_limiter_duration_seconds", "", "client-side rate limiter wait"},
-			{"rest_client_request_duration_seconds", "", "API request"},
 		} {
 			if q, n, ok := histQuantiles(fams[h.family], metrics0[h.family], h.label, 0.5, 0.99); ok {
 				b.Logf("planner %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
@@ -629,16 +600,7 @@ policy:
 				}
 			}
 		}
-		byMethod := map[string]float64{}
-		for sign, f := range map[float64]*dto.MetricFamily{1: fams["rest_client_requests_total"], -1: metrics0["rest_client_requests_total"]} {
-			for _, m := range f.GetMetric() {
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == "method" {
-						byMethod[lp.GetValue()] += sign * m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+		byMethod := counterDelta(fams["rest_client_requests_total"], metrics0["rest_client_requests_total"], func(l map[string]string) string { return l["method"] })
 		b.Logf("planner API requests by method (window): %v", byMethod)
 	}
 }
@@ -736,6 +698,39 @@ func histQuantilesMatching(f, base *dto.MetricFamily, match map[string]string, q
 	return out, total, true
 }
 
+// onAddOrUpdate calls fn with every object the cache's informer for obj
+// adds or updates.
+func onAddOrUpdate(ctx context.Context, b *testing.B, c cache.Cache, obj client.Object, fn func(any)) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    fn,
+		UpdateFunc: func(_, o any) { fn(o) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// counterDelta sums the counter f minus its earlier scrape base by the key
+// each series' labels give (series with the key "" are left out).
+func counterDelta(f, base *dto.MetricFamily, key func(labels map[string]string) string) map[string]float64 {
+	out := map[string]float64{}
+	for sign, fam := range map[float64]*dto.MetricFamily{1: f, -1: base} {
+		for _, m := range fam.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if k := key(l); k != "" {
+				out[k] += sign * m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
 // controlPlanePIDs finds this process's children kube-apiserver and etcd
 // (envtest starts them).
 func controlPlanePIDs() map[string]int {
@@ -769,7 +764,7 @@ func controlPlanePIDs() map[string]int {
 // profileControlPlane writes 30 s CPU profiles of kube-apiserver (its
 // /debug/pprof is on by default) and of this process, from a third of the
 // window on, into dir (PLANNER_SCALE_PPROF).
-func profileControlPlane(ctx context.Context, b *testing.B, cfg *rest.Config, dir string, window time.Duration) {
+func profileControlPlane(ctx context.Context, b *testing.B, cs kubernetes.Interface, dir string, window time.Duration) {
 	select {
 	case <-ctx.Done():
 		return
@@ -783,11 +778,6 @@ func profileControlPlane(ctx context.Context, b *testing.B, cfg *rest.Config, di
 		if err := pprof.StartCPUProfile(self); err == nil {
 			defer func() { pprof.StopCPUProfile(); self.Close() }()
 		}
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Logf("pprof: %v", err)
-		return
 	}
 	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(time.Minute).DoRaw(ctx)
 	if err != nil {
