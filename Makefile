@@ -28,8 +28,11 @@ vet:
 	$(GO) vet ./...
 	cd scheduler && $(GO) vet ./... && $(GO) vet -tags e2e ./...
 
-testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md).
+PROBES ?= 500
+
+testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md), then repeat their version probes PROBES times.
 	bash hack/build-testbins.sh
+	bash hack/build-testbins.sh --probe-check $(PROBES)
 
 chromium: ## Install headless Chromium (Debian package) for the e2e browser test, when missing.
 	bash hack/install-chromium.sh
