@@ -124,13 +124,17 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	if okStats {
 		f.ReportInterval = ptr(med)
 	}
-	lp := lastProgress(h, axis, now)
-	f.SinceProgress = math.Max(0, now-lp)
+	act := activityTimes(h, axis, now)
+	f.SinceProgress = math.Max(0, now-act[len(act)-1])
 	if okStats {
-		if thr := hangThreshold(med, p95, s); f.SinceProgress > thr {
+		thr, basis := hangThreshold(med, p95, s), fmt.Sprintf("the %.0fs median report interval", med)
+		if am, ap, ok := activityStats(act); ok && hangThreshold(am, ap, s) > thr {
+			thr, basis = hangThreshold(am, ap, s), fmt.Sprintf("the %.0fs median interval between changes", am)
+		}
+		if f.SinceProgress > thr {
 			f.Hung = true
-			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× the %.0fs median report interval + %.0fs)",
-				f.SinceProgress, thr, s.HangMultiple, med, s.HangSlack)
+			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× %s + %.0fs)",
+				f.SinceProgress, thr, s.HangMultiple, basis, s.HangSlack)
 		}
 	}
 
