@@ -434,6 +434,9 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	} else {
 		pl += ", not plateaued"
 	}
+	if f.PlateauReason != "" {
+		pl += ": " + f.PlateauReason
+	}
 	line("Plateau", "%s", pl)
 	if f.Diverging {
 		s := "yes: " + f.DivergenceReason

@@ -32,6 +32,13 @@ type Settings struct {
 	// the longest stall the job has already recovered from (a job whose
 	// history shows learning-rate steps must stall longer).
 	PlateauStallMaxShare float64
+	// MinImprovement is the smallest gain, as a share of the metric's own
+	// value, that is worth the job's GPUs: a job whose curve or recent pace
+	// (carried to its planned end) still promises this much is not
+	// Plateaued, whatever share of its gain so far that is. Per job with
+	// the annotation planner.progress-planner.io/min-improvement
+	// (docs/policy.md).
+	MinImprovement float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -65,6 +72,7 @@ func DefaultSettings() Settings {
 		PlateauStallPoints:       3,
 		PlateauStallMaxRemaining: 0.1,
 		PlateauStallMaxShare:     0.5,
+		MinImprovement:           0.01,
 		HangMultiple:             2,
 		HangSlack:                45,
 		DivergeNoise:             6,
@@ -290,11 +298,26 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
 	}
-	if stalled(obs, now, s) && (f.RelativeRemaining == nil || *f.RelativeRemaining < s.PlateauStallMaxRemaining) {
-		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
+	pin := plateauInput{obs: obs, h: h, obj: obj, now: now, s: s, last: last,
+		curve: f.PlateauProbability, relRem: f.RelativeRemaining, xEnd: xEnd, fixed: endBasis == "total"}
+	if f.RemainingImprovement != nil {
+		pin.curveR = *f.RemainingImprovement
 	}
-	if f.PlateauProbability >= s.PlateauThreshold && f.ObjectivePts >= s.MinObjectivePoints+2 {
-		f.Plateaued = true
+	rule, why := judgePlateau(&pin)
+	f.PlateauReason = why
+	switch rule {
+	case "overfitting":
+		f.PlateauProbability, f.RelativeRemaining = 1, ptr(0)
+	case "stall":
+		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
+	case "learningRateFalling", "meaningfulGainAhead":
+		// Held back: below the threshold, so no new plateau is called, but
+		// not to zero, so a policy's exit hysteresis still holds a job
+		// already judged plateaued against one noisy window.
+		f.PlateauProbability = math.Min(f.PlateauProbability, 0.99*s.PlateauThreshold)
+	}
+	f.Plateaued = rule == "overfitting" || rule == "curve" || rule == "stall"
+	if f.Plateaued {
 		if on := plateauOnset(obs, s.PlateauEpsilon); !math.IsNaN(on) {
 			f.PlateauOnset = ptr(on)
 		}
@@ -353,9 +376,7 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 	if gain <= 0 {
 		return false
 	}
-	t0 := obs[0].t
-	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, sb, s.PlateauEpsilon)))
-	w0 := math.Min(now-share*(now-t0), obs[len(obs)-k].t)
+	w0 := stallWindowStart(obs, now, s)
 	bestBefore := math.Inf(1)
 	for i, o := range obs {
 		if o.t < w0 {
@@ -366,6 +387,17 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 		return false
 	}
 	return bestBefore-best < s.PlateauEpsilon*gain
+}
+
+// stallWindowStart is where the stall window begins: the last
+// PlateauStallShare of elapsed time, or the longest stall the job has
+// already recovered from (at most PlateauStallMaxShare), stretched back to
+// hold at least PlateauStallPoints observations.
+func stallWindowStart(obs []objPoint, now float64, s Settings) float64 {
+	k := min(max(s.PlateauStallPoints, 1), len(obs))
+	t0 := obs[0].t
+	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, smoothedBest(obs), s.PlateauEpsilon)))
+	return math.Min(now-share*(now-t0), obs[len(obs)-k].t)
 }
 
 // longestFalseStall is the longest stretch, as a share of the elapsed time

@@ -60,6 +60,12 @@ type Forecast struct {
 	// Settings.PlateauThreshold with enough evidence. The policy adds
 	// hysteresis on top.
 	Plateaued bool `json:"plateaued"`
+	// PlateauReason names the plateau rule that decided and its evidence
+	// (pkg/forecast/plateau.go), whether it called a plateau or held one
+	// back. PlateauProbability is the curve's probability, raised to
+	// Settings.PlateauThreshold by the stall rule and to 1 by overfitting,
+	// and 0 when a schedule rule holds the call back.
+	PlateauReason string `json:"plateauReason,omitempty"`
 
 	Diverging        bool   `json:"diverging"`
 	DivergenceReason string `json:"divergenceReason,omitempty"`
