@@ -39,6 +39,10 @@ type Settings struct {
 	// the annotation planner.progress-planner.io/min-improvement
 	// (docs/policy.md).
 	MinImprovement float64
+	// PlateauAnnealShare: a job with a fixed total that reports no
+	// learning rate must be flat for this share of its planned run before
+	// a plateau is called (its schedule may still anneal).
+	PlateauAnnealShare float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -73,6 +77,7 @@ func DefaultSettings() Settings {
 		PlateauStallMaxRemaining: 0.1,
 		PlateauStallMaxShare:     0.5,
 		MinImprovement:           0.01,
+		PlateauAnnealShare:       0.15,
 		HangMultiple:             2,
 		HangSlack:                45,
 		DivergeNoise:             6,

@@ -29,11 +29,15 @@ import (
 //     value. The share-of-gains rules below cannot see this: the first
 //     drop from random initialisation dwarfs a 2 % loss change that the
 //     job exists to make.
-//  5. curve: the curve's plateau probability is at least PlateauThreshold.
-//  6. stall: the best value gained less than PlateauEpsilon of the gain so
+//  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
+//     learning rate will most likely anneal by its end (step and decay
+//     schedules); it must have been flat for PlateauAnnealShare of its
+//     planned run.
+//  6. curve: the curve's plateau probability is at least PlateauThreshold.
+//  7. stall: the best value gained less than PlateauEpsilon of the gain so
 //     far over the stall window, and the curve does not expect
 //     PlateauStallMaxRemaining of it still.
-//  7. otherwise not plateaued.
+//  8. otherwise not plateaued.
 type plateauInput struct {
 	obs  []objPoint
 	h    *History
@@ -62,6 +66,7 @@ var plateauRules = [...]plateauRule{
 	{"overfitting", overfitting},
 	{"learningRateFalling", learningRateFalling},
 	{"meaningfulGainAhead", meaningfulGainAhead},
+	{"shortFlatBeforeAnneal", shortFlatBeforeAnneal},
 	{"curve", curvePlateau},
 	{"stall", stallPlateau},
 }
@@ -181,6 +186,42 @@ func meaningfulGainAhead(in *plateauInput) (bool, string) {
 	}
 	return true, fmt.Sprintf("still %.1f%% of its value to gain at its recent pace carried %s (meaningful: %.1f%%)",
 		100*ahead/scale, horizon, 100*in.s.MinImprovement)
+}
+
+// shortFlatBeforeAnneal: a job with a fixed total that reports no learning
+// rate will, as most schedules do, anneal by its end; a flat stretch
+// shorter than PlateauAnnealShare of its planned run is not yet a plateau.
+func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
+	if !in.fixed || in.s.PlateauAnnealShare <= 0 || in.h.HasMetric("learning_rate") {
+		return false, ""
+	}
+	xLast := in.obs[len(in.obs)-1].x
+	span := in.xEnd - in.obs[0].x
+	if in.xEnd <= xLast || span <= 0 {
+		return false, ""
+	}
+	x0 := axisAt(in.last, in.xEnd) - in.s.PlateauAnnealShare*span
+	sb := smoothedBest(in.obs)
+	best, before := sb[len(sb)-1], math.Inf(1)
+	for i, o := range in.obs {
+		if o.x < x0 {
+			before = sb[i]
+		}
+	}
+	// No observation that early: the job has not run that long yet.
+	gain := in.obs[0].y - best
+	if !math.IsInf(before, 1) && (gain <= 0 || before-best < in.s.PlateauEpsilon*gain) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("no learning rate reported and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", 100*in.s.PlateauAnnealShare)
+}
+
+// axisAt is the job's current position on the axis whose end is xEnd.
+func axisAt(p Point, xEnd float64) float64 {
+	if fr := p.Fraction(); !math.IsNaN(fr) {
+		return fr * xEnd
+	}
+	return math.NaN()
 }
 
 func curvePlateau(in *plateauInput) (bool, string) {

@@ -84,3 +84,24 @@ func TestPlateauOverfitting(t *testing.T) {
 		t.Errorf("overfitting not called: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
 	}
 }
+
+// With a fixed total and no learning rate reported, a flat stretch shorter
+// than PlateauAnnealShare of the planned run is not yet a plateau; a longer
+// one is.
+func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
+	const n = 400 // 4000 steps, 10 s per 10 steps
+	flatFrom := func(x float64) *History {
+		return scheduled(n, func(step float64) map[string]float64 {
+			return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, x)/700) + 0.001*math.Sin(step)}
+		})
+	}
+	s := DefaultSettings()
+	short := flatFrom(2000) // flat for 10 % of the budget at 60 %
+	if f := fitAt(short, lossMin, 2400, s); f.Plateaued || !strings.Contains(f.PlateauReason, "annealing may still come") {
+		t.Errorf("flat for 10%% of the budget: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	long := flatFrom(1200) // flat for 30 % of the budget at 60 %
+	if f := fitAt(long, lossMin, 2400, s); !f.Plateaued {
+		t.Errorf("flat for 30%% of the budget not plateaued: %q", f.PlateauReason)
+	}
+}
