@@ -121,10 +121,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 	t.f("\n## 3. Time-to-target error (%% of the actual stop time; runs that reached their target)\n\n")
 	t.f("Planner: now + ETA when ETA.basis is \"target\"; otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
-	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never")
+	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never", "paired n", "paired planner / linear MdAPE")
 	for _, g := range r.TimeToTarget {
 		t.row(g.Benchmark, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), share(g.PlannerNever, g.N),
-			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns))
+			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns),
+			fmt.Sprint(g.Paired.Planner.N), pct(g.Paired.Planner.Median)+" / "+pct(g.Paired.Linear.Median))
 	}
 
 	t.f("\n## 4. Plateau detection (original runs; Fit at report times, first Plateaued)\n\n")
@@ -140,6 +141,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	t.header("dataset", "forecasts", "hung", "diverging")
 	for _, g := range r.CleanAlarms {
 		t.row(g.Dataset, fmt.Sprint(g.Forecasts), share(g.Hung, g.Forecasts), share(g.Diverging, g.Forecasts))
+	}
+
+	t.f("\n### Premature plateau calls (cutoff forecasts Plateaued while the objective still improved by >= 2 %% of its own value)\n\n")
+	t.header("dataset", "cutoff", "forecasts", "plateaued", "premature")
+	for _, g := range r.PrematurePlateau {
+		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.Forecasts), fmt.Sprint(g.Plateaued), share(g.Premature, g.Forecasts))
 	}
 
 	inc := r.Incidents
