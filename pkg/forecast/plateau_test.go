@@ -105,4 +105,3 @@ func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
 		t.Errorf("flat for 30%% of the budget not plateaued: %q", f.PlateauReason)
 	}
 }
-
