@@ -57,6 +57,15 @@ type Settings struct {
 	// the raw spread is too narrow. Calibrated by `planner backtest`
 	// (docs/backtest.md).
 	IntervalInflation float64
+	// IntervalAnnealShare: for a job with a fixed total, the predicted
+	// final's optimistic bound reaches at least this share of the gain its
+	// recent pace would make by the end (a budget anneals by its end, a
+	// gain no curve family sees).
+	IntervalAnnealShare float64
+	// OvershootEvalShare: a target-stopped job's final value may overshoot
+	// the target by this share of its recent per-evaluation gain (when
+	// that is more than the curve's step there).
+	OvershootEvalShare float64
 	// Curves are the curve-fitting settings.
 	Curves CurveSettings
 	// EndStep overrides the planned end on the progress axis (nil: the
@@ -83,6 +92,8 @@ func DefaultSettings() Settings {
 		DivergeNoise:             6,
 		DivergeShare:             0.2,
 		IntervalInflation:        2,
+		IntervalAnnealShare:      0.25,
+		OvershootEvalShare:       0.5,
 		Curves:                   DefaultCurveSettings(),
 	}
 }
@@ -254,6 +265,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	// Predicted final value at the planned end, and plateau over the
 	// remaining run (or, with no planned end, over a horizon as long as the
 	// run so far).
+	pin := plateauInput{obs: obs, h: h, obj: obj, now: now, s: s, last: last, xEnd: xEnd, fixed: endBasis == "total"}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
 	targetStop := obj.Target != nil && math.IsNaN(axis.total(last)) && s.EndStep == nil && len(obs) > 0 && best > sign**obj.Target
 	switch {
@@ -280,7 +292,18 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 			tgt := sign * *obj.Target
 			m2, _ := bl.predict(xH+medianObsStep(obs), s.IntervalInflation)
 			g := math.Max(0, tgt-m2)
-			mean, lo, hi = tgt-g/2, tgt-g*1.5, tgt+g*0.5
+			// How far one evaluation overshoots: the curve's step there, or,
+			// when larger, the job's own recent steps (a curve levelling
+			// off understates the last evaluations' gains).
+			over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs))
+			mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
+		}
+		if pin.fixed && len(obs) >= s.PlateauStallPoints {
+			// A fixed budget anneals by its end: the job's recent pace
+			// carried to the end is a gain the curve may not see.
+			if g, _ := recentPaceGain(&pin); g > 0 {
+				lo = math.Min(lo, best-s.IntervalAnnealShare*g)
+			}
 		}
 		if basis != "" {
 			f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
@@ -303,8 +326,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
 	}
-	pin := plateauInput{obs: obs, h: h, obj: obj, now: now, s: s, last: last,
-		curve: f.PlateauProbability, relRem: f.RelativeRemaining, xEnd: xEnd, fixed: endBasis == "total"}
+	pin.curve, pin.relRem = f.PlateauProbability, f.RelativeRemaining
 	if f.RemainingImprovement != nil {
 		pin.curveR = *f.RemainingImprovement
 	}
@@ -531,6 +553,19 @@ func linearCrossing(obs []objPoint, level float64) (float64, bool) {
 	}
 	slope := (b.y - a.y) / (b.x - a.x)
 	return b.x + (level-b.y)/slope, true
+}
+
+// recentEvalGain is the median improvement per observation over the last
+// five observations (oriented, >= 0).
+func recentEvalGain(obs []objPoint) float64 {
+	var d []float64
+	for i := max(1, len(obs)-5); i < len(obs); i++ {
+		d = append(d, math.Max(0, obs[i-1].y-obs[i].y))
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	return median(d)
 }
 
 // medianObsStep is the median axis distance between objective
