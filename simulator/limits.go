@@ -3,6 +3,8 @@ package simulator
 import (
 	"fmt"
 	"math"
+
+	"github.com/progress-planner/planner/pkg/report"
 )
 
 // Limits on every number read from a trace, a scenario or a flag
@@ -11,8 +13,9 @@ import (
 // an absurd input: a capacity of 2^63 GPUs or a duration of 1e308 s is an
 // error naming the field, not a hang.
 const (
-	// MaxGPUs bounds one job's request and a cluster's (or queue's) GPUs.
-	MaxGPUs = 1 << 20
+	// MaxGPUs bounds one job's request and a cluster's (or queue's) GPUs:
+	// the capacity forecast's bound (the simulator scores it).
+	MaxGPUs = report.MaxGPUs
 	// MaxSeconds bounds a duration, an arrival and every interval: ten
 	// years, the bound pkg/forecast puts on a reported ETA.
 	MaxSeconds = 10 * 365 * 86400

@@ -73,7 +73,7 @@ func TestScenarioNumbersAreRangeChecked(t *testing.T) {
 		{head + "jobs: [{queue: q, gpus: 1, duration: 1e308}]", fmt.Sprintf("duration 1e+308: must be a number of seconds in [0, %d]", MaxSeconds)},
 		{head + "jobs: [{queue: q, gpus: 1, duration: \"100000d\"}]", fmt.Sprintf("must be a number of seconds in [0, %d]", MaxSeconds)},
 		{head + "jobs: [{queue: q, gpus: 1, duration: 60, totalSteps: 1e300}]", "jobs[0].totalSteps 1e+300: must be in [0, 1e+12]"},
-		{"name: x\nqueues: [{name: q, gpus: 1048576}, {name: r, gpus: 1}]\njobs: [{queue: q, gpus: 1, duration: 60}]", fmt.Sprintf("at most %d", MaxGPUs)},
+		{fmt.Sprintf("name: x\nqueues: [{name: q, gpus: %d}, {name: r, gpus: 1}]\njobs: [{queue: q, gpus: 1, duration: 60}]", MaxGPUs), fmt.Sprintf("at most %d", MaxGPUs)},
 		{head + "generate: {jobs: 100000000, load: 1, durationQuantiles: [[0, 1], [1, 2]], gpus: [{gpus: 1, share: 1}]}", fmt.Sprintf("generate.jobs 100000000 must be in [1, %d]", MaxJobs)},
 		{head + "generate: {jobs: 10, load: 1, durationQuantiles: [[0, 1], [1, 2]], gpus: [{gpus: 1, share: 0}]}", "generate.gpus: the shares add up to 0"},
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/report"
 )
 
 // cutEps is the tolerance of "t <= at" (the same as the backtest's).
@@ -77,9 +78,6 @@ error (including --trainjob, which needs the controller).`,
 	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME from its ProgressForecast history (written by planner run)")
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "with --trainjob: kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
 	f.StringVar(&fl.context, "context", "", "with --trainjob: kubeconfig context to use")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
-	})
 	return cmd
 }
 
@@ -126,8 +124,8 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	if atSet && fracSet {
 		return usageErrorf("--at and --at-fraction cannot be used together")
 	}
-	if atSet && !(fl.at >= 0 && !math.IsInf(fl.at, 0)) {
-		return usageErrorf("--at %v: want seconds >= 0", fl.at)
+	if atSet && !(fl.at >= 0 && fl.at <= maxRunSeconds) {
+		return usageErrorf("--at %v: want seconds in [0, %d] (ten years)", fl.at, maxRunSeconds)
 	}
 	if fracSet && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
 		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
@@ -281,7 +279,10 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 
 	facts := preempt.Facts{}
 	gpusFrom := "unknown"
-	if g, ok := hf.Header.RunInfoFloat("gpus"); ok && string(hf.Header.RunInfo["gpus"]) != "null" && g >= 0 && g < 1e9 {
+	if g, ok := hf.Header.RunInfoFloat("gpus"); ok {
+		if !(g >= 0 && g <= report.MaxGPUs) { // before the conversion to int
+			return nil, fmt.Errorf("%s: header: runInfo.gpus %v: must be in [0, %d]", hf.Header.Name, g, report.MaxGPUs)
+		}
 		facts.GPUs, gpusFrom = int(math.Round(g)), "runInfo.gpus"
 	}
 	if read > 0 {

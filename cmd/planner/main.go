@@ -18,6 +18,15 @@ func newRootCmd() *cobra.Command {
 		Short:         "Forecast ML training-job convergence from Kubeflow Trainer progress reports",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// With Args set, cobra hands an unknown subcommand to this RunE
+		// instead of its own (exit 1) error.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
 	}
 	root.AddCommand(
 		newVersionCmd(),
@@ -29,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newReportCmd(),
 		newExplainCmd(),
 	)
+	usageErrors(root)
 	return root
 }
 

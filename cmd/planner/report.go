@@ -74,8 +74,8 @@ func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--admit-sizes %q: want positive integers separated by commas", s)
+		if err != nil || n < 1 || n > report.MaxGPUs {
+			return nil, fmt.Errorf("--admit-sizes %q: want integers in [1, %d] separated by commas", s, report.MaxGPUs)
 		}
 		out = append(out, n)
 	}
@@ -135,6 +135,9 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 	}
 	if cmd.Flags().Changed("at-fraction") && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
 		return report.Input{}, usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
+	}
+	if fl.quota < 0 || fl.quota > report.MaxGPUs {
+		return report.Input{}, usageErrorf("--quota %d: must be in [0, %d] (0: the jobs' GPUs summed)", fl.quota, report.MaxGPUs)
 	}
 	in := report.Input{Source: "history files", GeneratedAt: time.Now(), Interval: forecast.DefaultSettings().Interval}
 	total := 0

@@ -118,6 +118,11 @@ func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
 	return out, nil
 }
 
+// MaxWorkers caps Options.Workers: scoring is CPU-bound, so more workers
+// than a small multiple of the cores only add memory (each holds a file's
+// reports and its forecasts).
+func MaxWorkers() int { return 4 * runtime.GOMAXPROCS(0) }
+
 // Run scores every input and aggregates the results. Files are processed
 // in parallel (Options.Workers); the report's order is the input order, so
 // the output is deterministic.
@@ -128,6 +133,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
+	opt.Workers = min(opt.Workers, MaxWorkers(), max(len(inputs), 1))
 	if opt.Engine == nil {
 		opt.Engine = ForecastEngine{}
 	}
