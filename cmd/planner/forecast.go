@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/report"
@@ -161,7 +162,11 @@ func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
 	case "yaml":
 		err = writeForecastYAML(w, out)
 	default:
-		writeForecastTable(w, out)
+		// Names, metrics and reasons quoting them are tenant text: the
+		// terminal must show them, not obey them (textsafe).
+		var b strings.Builder
+		writeForecastTable(&b, out)
+		_, err = w.WriteString(textsafe.Text(b.String()))
 	}
 	if err != nil {
 		return err
@@ -355,14 +360,14 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 
 	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		out.Name, fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+		textsafe.Line(out.Name), fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
 
 	obj := out.Objective
 	target := "no target"
 	if obj.Target != nil {
 		target = "target " + fmtNum(*obj.Target)
 	}
-	line("Objective", "%s, %s, %s (from the %s)", obj.Metric, obj.Direction, target, map[string]string{
+	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
 
 	// Progress and pace.

@@ -113,3 +113,35 @@ func TestReportCapacityMemoryBounded(t *testing.T) {
 		t.Logf("Build allocated %.1f MiB", float64(alloc)/(1<<20))
 	}
 }
+
+// TestForecastTableHostileNames: a history whose name and objective
+// metric carry terminal escapes, bidi overrides and a newline prints them
+// escaped (golden file), in the table; JSON keeps them verbatim (it is
+// escaped by the encoder and read by programs).
+func TestForecastTableHostileNames(t *testing.T) {
+	const hostile = "x\x1b]0;PWNED\x07\x1b[2J\x00\u202egpj.exe\nforged"
+	hf := stepsHistory(60)
+	hf.Header.Name = hostile
+	hf.Header.Objective.Metric = hostile
+	for i := range hf.Reports {
+		for j := range hf.Reports[i].TrainerStatus.Metrics {
+			if m := &hf.Reports[i].TrainerStatus.Metrics[j]; m.Name == "eval_loss" {
+				m.Name = hostile
+			}
+		}
+	}
+	p := filepath.Join(t.TempDir(), "hostile.jsonl")
+	if err := os.WriteFile(p, encodeHistory(t, hf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(nil, "forecast", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\x00", "\u202e", "\nforged"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("table contains %q", bad)
+		}
+	}
+	checkGolden(t, "hostile.table", out)
+}
