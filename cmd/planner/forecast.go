@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +22,6 @@ import (
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/report"
 )
-
-// cutEps is the tolerance of "t <= at" (the same as the backtest's).
-const cutEps = 1e-9
 
 type forecastFlags struct {
 	at         float64
@@ -132,20 +129,11 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
 	}
 
-	hf, err := readHistory(args[0], cmd.InOrStdin())
+	c, err := loadHistory(args[0], cmd.InOrStdin(), cutSpec{at: fl.at, frac: fl.atFraction, atSet: atSet, fracSet: fracSet})
 	if err != nil {
 		return err
 	}
-	var cut forecastCut
-	switch {
-	case atSet:
-		cut = forecastCut{At: fl.at, Basis: "at"}
-	case fracSet:
-		cut = fractionCut(hf, fl.atFraction)
-	default:
-		cut = forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
-	}
-	out, err := buildForecastOutput(hf, cut, objFlag)
+	out, err := buildForecastOutput(c, objFlag)
 	if err != nil {
 		return err
 	}
@@ -172,53 +160,6 @@ func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
 		return err
 	}
 	return w.Flush()
-}
-
-// readHistory reads a history file, or r for "-". Errors name the file (or
-// "stdin") and the line; a file without reports is an error too.
-func readHistory(path string, stdin io.Reader) (*forecast.HistoryFile, error) {
-	name := path
-	var r io.Reader
-	if path == "-" {
-		name, r = "stdin", stdin
-	} else {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer fh.Close()
-		r = fh
-	}
-	hf, err := forecast.ReadHistoryFile(r)
-	if err != nil {
-		var le *forecast.LineError
-		if !errors.As(err, &le) {
-			// Only "no header line at all" comes back without a line: the
-			// header belongs on line 1.
-			err = &forecast.LineError{Line: 1, Err: err}
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(hf.Reports) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, &forecast.LineError{Line: 2, Err: errors.New("no status reports after the header")})
-	}
-	return hf, nil
-}
-
-// forecastCut is the instant the forecast is made for.
-type forecastCut struct {
-	At float64
-	// Basis: "last-report" (default), "at" (--at), "fraction-of-end"
-	// (--at-fraction × outcome.endSeconds) or "fraction-of-last-report"
-	// (--at-fraction × the last report's t, when there is no outcome).
-	Basis string
-}
-
-func fractionCut(hf *forecast.HistoryFile, frac float64) forecastCut {
-	if o := hf.Header.Outcome; o != nil && o.EndSeconds > 0 && !math.IsInf(o.EndSeconds, 0) {
-		return forecastCut{At: frac * o.EndSeconds, Basis: "fraction-of-end"}
-	}
-	return forecastCut{At: frac * hf.Reports[len(hf.Reports)-1].T, Basis: "fraction-of-last-report"}
 }
 
 // forecastOutput is the JSON/YAML object printed by planner forecast
@@ -259,39 +200,43 @@ type assumedFacts struct {
 const assumedFactsNote = "assumed from the history file, not observed on a cluster: gpus from runInfo.gpus (else 0), " +
 	"admittedAt = the first report's t, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision"
 
-// buildForecastOutput forecasts hf as of cut.At from the reports with
-// t <= cut.At only, and decides under the default policy. objFlag, when not
-// nil, overrides the objective. It is pure: nothing after the cut can
-// change its result.
-func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+// buildForecastOutput forecasts a history as of its cut from the reports
+// with t <= cut.At only, and decides under the default policy. objFlag,
+// when not nil, overrides the objective. It is pure: nothing after the cut
+// can change its result.
+func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+	hd, cut, h, read := &c.Header, c.Cut, c.H, c.Read
 	now := cut.At
-	h, read := cutHistory(hf, now)
 
+	if h.Len() == 0 && read > 0 {
+		// Say why, not the downstream symptom ("no objective").
+		return nil, fmt.Errorf("%s: all %d reports up to t=%gs rejected: %s", hd.Name, read, now, rejectionSummary(h))
+	}
 	var obj forecast.Objective
 	src := ""
 	if objFlag != nil {
 		obj, src = *objFlag, "flag"
-	} else if o, ok := hf.Header.ObjectiveSpec(); ok {
+	} else if o, ok := hd.ObjectiveSpec(); ok {
 		obj, src = o, "header"
 	} else if o, ok := forecast.DefaultObjective(h); ok {
 		obj, src = o, "default"
 	} else {
 		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
-			"pass --objective METRIC[,minimize|maximize][,target=X]", hf.Header.Name, now)
+			"pass --objective METRIC[,minimize|maximize][,target=X]", hd.Name, now)
 	}
 
 	fc := forecast.Fit(h, obj, now, forecast.DefaultSettings())
 
 	facts := preempt.Facts{}
 	gpusFrom := "unknown"
-	if g, ok := hf.Header.RunInfoFloat("gpus"); ok {
+	if g, ok := hd.RunInfoFloat("gpus"); ok {
 		if !(g >= 0 && g <= report.MaxGPUs) { // before the conversion to int
-			return nil, fmt.Errorf("%s: header: runInfo.gpus %v: must be in [0, %d]", hf.Header.Name, g, report.MaxGPUs)
+			return nil, fmt.Errorf("%s: header: runInfo.gpus %v: must be in [0, %d]", hd.Name, g, report.MaxGPUs)
 		}
 		facts.GPUs, gpusFrom = int(math.Round(g)), "runInfo.gpus"
 	}
 	if read > 0 {
-		first := hf.Reports[0].T
+		first := c.First
 		facts.AdmittedAt = &first
 	}
 	d := preempt.Decide(fc, facts, preempt.Decision{}, preempt.DefaultPolicy())
@@ -301,7 +246,7 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 		rej[string(k)] = v
 	}
 	return &forecastOutput{
-		Name:         hf.Header.Name,
+		Name:         hd.Name,
 		At:           now,
 		AtBasis:      cut.Basis,
 		ReportsRead:  read,
@@ -313,19 +258,29 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 	}, nil
 }
 
-// cutHistory feeds hf's reports with t <= now into a new history (default
-// limits) and returns it with the number of report lines read.
-func cutHistory(hf *forecast.HistoryFile, now float64) (*forecast.History, int) {
-	h := forecast.NewHistory(forecast.DefaultLimits())
-	read := 0
-	for _, r := range hf.Reports {
-		if r.T > now+cutEps {
-			break // reports are in time order (ReadHistoryFile checks it)
-		}
-		h.Observe(r.T, r.TrainerStatus)
-		read++
+// rejectionSummary is "progress-range 20 (e.g. progressPercentage 150),
+// ...": each reason with its count, most frequent first, and the latest
+// value refused for it.
+func rejectionSummary(h *forecast.History) string {
+	counts := h.Rejections()
+	example := map[forecast.RejectReason]forecast.Rejection{}
+	for _, r := range h.RecentRejections() {
+		example[r.Reason] = r
 	}
-	return h, read
+	reasons := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(reasons, func(a, b forecast.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
+	var parts []string
+	for _, r := range reasons {
+		part := fmt.Sprintf("%s %d", r, counts[r])
+		if e, ok := example[r]; ok {
+			part += " (e.g. " + strings.TrimSpace(e.Field+" "+e.Detail) + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "no reason recorded"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writeForecastJSON(w io.Writer, out *forecastOutput) error {

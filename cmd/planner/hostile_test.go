@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/backtest"
+	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -89,7 +91,13 @@ func TestHugeRunInfoGPUs(t *testing.T) {
 // clamped; the report's capacity forecast allocates O(report.MaxGPUs).
 func TestReportCapacityMemoryBounded(t *testing.T) {
 	hf := stepsHistory(50)
-	out, err := buildForecastOutput(hf, forecastCut{At: hf.Reports[20].T}, nil)
+	c := newHistoryCut(hf.Header, forecastCut{At: hf.Reports[20].T})
+	for _, r := range hf.Reports {
+		if !c.add(r) {
+			break
+		}
+	}
+	out, err := buildForecastOutput(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +152,91 @@ func TestForecastTableHostileNames(t *testing.T) {
 		}
 	}
 	checkGolden(t, "hostile.table", out)
+}
+
+// historyStream is a history file of about size bytes, generated as it is
+// read (nothing is held but the current line): a steps run reporting
+// loss, eval_loss and the step counter. peak, when set, samples the heap
+// every 4,096 reports.
+type historyStream struct {
+	size, n int64
+	i       int
+	buf     []byte
+	peak    *uint64
+}
+
+func (s *historyStream) Read(b []byte) (int, error) {
+	for len(s.buf) < len(b) && s.n < s.size {
+		var line []byte
+		if s.i == 0 {
+			line = []byte(`{"kind":"ProgressHistory","version":1,"name":"big","objective":{"metric":"eval_loss","direction":"minimize","target":null},"derivedFrom":null}` + "\n")
+		} else {
+			loss := 2 + 3/float64(1+s.i/100)
+			line = fmt.Appendf(nil, `{"t":%d,"trainerStatus":{"progressPercentage":%d,"metrics":[{"name":"loss","value":"%.6g"},{"name":"eval_loss","value":"%.6g"},{"name":"current_step","value":"%d"},{"name":"total_steps","value":"1000000000"}]}}`+"\n",
+				10*s.i, s.i/10_000_000, loss, loss+0.01, s.i)
+			if s.peak != nil && s.i%4096 == 0 {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				*s.peak = max(*s.peak, m.HeapAlloc)
+			}
+		}
+		s.buf = append(s.buf, line...)
+		s.n += int64(len(line))
+		s.i++
+	}
+	if len(s.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, s.buf)
+	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+	return n, nil
+}
+
+// TestHistoryReadIsStreamed: a 32 MB history (about 150,000 reports) is read
+// into the bounded History; the heap never holds the file. Keeping every
+// report took ~6 bytes of heap per byte of file.
+func TestHistoryReadIsStreamed(t *testing.T) {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var peak uint64
+	s := &historyStream{size: 32 << 20, peak: &peak}
+	c, err := loadHistory("-", s, cutSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Read != s.i-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
+		t.Fatalf("read %d of %d reports, %d points kept", c.Read, s.i-1, c.H.Len())
+	}
+	if grew := int64(peak) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("heap grew by %d MiB reading a %d MiB history", grew>>20, s.size>>20)
+	} else {
+		t.Logf("heap grew by %.1f MiB reading a %d MiB history", float64(grew)/(1<<20), s.size>>20)
+	}
+}
+
+// TestRejectionsSayWhy: when every report is refused, the error says why
+// (the reason, its count, an example), not a downstream symptom.
+func TestRejectionsSayWhy(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(goodHeader + "\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, `{"t":%d,"trainerStatus":{"progressPercentage":150,"metrics":[{"name":"loss","value":"2"}]}}`+"\n", 10*i)
+	}
+	_, _, err := runCLI(strings.NewReader(b.String()), "forecast", "-")
+	want := "all 20 reports up to t=190s rejected: progress-range 20 (e.g. progressPercentage 150)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+}
+
+// TestInvalidHeaderObjectiveIsAnError: a header objective that does not
+// validate is refused, naming the line, not silently replaced.
+func TestInvalidHeaderObjectiveIsAnError(t *testing.T) {
+	in := strings.Replace(goodHeader, `"direction":"minimize"`, `"direction":"sideways"`, 1) + "\n" + rep(0, "3") + "\n"
+	_, _, err := runCLI(strings.NewReader(in), "forecast", "-")
+	want := `stdin: line 1: header: objective "loss": direction "sideways" is neither`
+	if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != exitFailure {
+		t.Errorf("error %v (exit %d), want an input error containing %q", err, exitCode(err), want)
+	}
 }

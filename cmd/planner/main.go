@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -59,7 +61,9 @@ func main() {
 		pluginMode(root)
 	}
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "planner:", err)
+		// Errors quote inputs (names, values, lines): escaped like any
+		// tenant text on a terminal.
+		fmt.Fprintln(os.Stderr, "planner:", textsafe.Line(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }

@@ -142,21 +142,17 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 	in := report.Input{Source: "history files", GeneratedAt: time.Now(), Interval: forecast.DefaultSettings().Interval}
 	total := 0
 	for _, p := range paths {
-		hf, err := readHistory(p, cmd.InOrStdin())
+		c, err := loadHistory(p, cmd.InOrStdin(), cutSpec{frac: fl.atFraction, fracSet: cmd.Flags().Changed("at-fraction")})
 		if err != nil {
 			return report.Input{}, err
 		}
-		cut := forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
-		if cmd.Flags().Changed("at-fraction") {
-			cut = fractionCut(hf, fl.atFraction)
-		}
-		out, err := buildForecastOutput(hf, cut, objFlag)
+		out, err := buildForecastOutput(c, objFlag)
 		if err != nil {
 			return report.Input{}, err
 		}
-		h, _ := cutHistory(hf, cut.At)
+		h := c.H
 		fc, d := out.Forecast, out.Decision
-		name := hf.Header.Name
+		name := c.Header.Name
 		if name == "" {
 			name = p
 		}

@@ -9,8 +9,8 @@
 package backtest
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -78,9 +78,50 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 	out := make([]Input, len(files))
 	for i, fp := range files {
 		fp := fp
-		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) { return forecast.ReadHistoryPath(fp) }}
+		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) {
+			f, err := os.Open(fp)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			hf, err := readBounded(f)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", fp, err)
+			}
+			return hf, nil
+		}}
 	}
 	return out, nil
+}
+
+// MaxReports bounds the reports of one history file the backtest scores.
+// Scoring replays a file's cutoffs and baselines over all its reports, so
+// it holds the whole file (unlike forecast and report, which stream into
+// the bounded History); with at most MaxWorkers files at a time this
+// bounds its memory (docs/limits.md). The largest corpus file has ~7,000.
+const MaxReports = 50_000
+
+// readBounded reads a history file, refusing one of more than MaxReports
+// reports as soon as it has read that many.
+func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
+	hr, err := forecast.NewHistoryReader(r)
+	if err != nil {
+		return nil, err
+	}
+	hf := &forecast.HistoryFile{Header: hr.Header}
+	for {
+		rep, err := hr.Next()
+		if err == io.EOF {
+			return hf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(hf.Reports) == MaxReports {
+			return nil, &forecast.LineError{Line: hr.Line(), Err: fmt.Errorf("more than %d reports: the backtest holds a whole file, at most %d reports", MaxReports, MaxReports)}
+		}
+		hf.Reports = append(hf.Reports, rep)
+	}
 }
 
 // FilesFromFS lists the *.jsonl files under root in fsys (e.g. the
@@ -104,11 +145,12 @@ func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
 	for i, p := range files {
 		p := p
 		out[i] = Input{Name: p, Load: func() (*forecast.HistoryFile, error) {
-			b, err := fs.ReadFile(fsys, p)
+			r, err := fsys.Open(p)
 			if err != nil {
 				return nil, err
 			}
-			f, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+			defer r.Close()
+			f, err := readBounded(r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path.Base(p), err)
 			}
