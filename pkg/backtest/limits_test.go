@@ -21,7 +21,10 @@ func TestReadBoundedRefusesHugeFiles(t *testing.T) {
 		t.Errorf("error %v, want it to contain %q", err, want)
 	}
 	hf, err := readBounded(strings.NewReader(b.String()[:strings.LastIndex(strings.TrimSuffix(b.String(), "\n"), "\n")+1]))
-	if err != nil || len(hf.Reports) != MaxReports {
-		t.Errorf("a file of exactly MaxReports: %v, %d reports", err, len(hf.Reports))
+	if err != nil {
+		t.Fatalf("a file of exactly MaxReports: %v", err)
+	}
+	if len(hf.Reports) != MaxReports {
+		t.Errorf("a file of exactly MaxReports: %d reports", len(hf.Reports))
 	}
 }
