@@ -143,3 +143,25 @@ func TestTraceLimitKeepsMemoryBounded(t *testing.T) {
 		t.Errorf("heap grew by %d bytes reading %d rows with limit %d", grew, rows, limit)
 	}
 }
+
+// BenchmarkTraceLimit10Of1e7Rows: --limit 10 on a 10^7-row Philly trace
+// generated as it is read (docs/benchmarks.md). peak-heap-MiB is the
+// sampled heap growth while reading.
+//
+//	go test -run '^$' -bench TraceLimit10 -benchtime 1x -benchmem ./simulator
+func BenchmarkTraceLimit10Of1e7Rows(b *testing.B) {
+	for range b.N {
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var peak uint64
+		tr, err := ReadTrace(&phillyRows{n: 10_000_000, peak: &peak}, FormatPhilly, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(tr.Jobs) != 10 {
+			b.Fatalf("%d jobs", len(tr.Jobs))
+		}
+		b.ReportMetric(float64(int64(peak)-int64(before.HeapAlloc))/(1<<20), "peak-heap-MiB")
+	}
+}

@@ -240,3 +240,28 @@ func TestInvalidHeaderObjectiveIsAnError(t *testing.T) {
 		t.Errorf("error %v (exit %d), want an input error containing %q", err, exitCode(err), want)
 	}
 }
+
+// BenchmarkForecast1GBHistory: planner forecast's read path (stream,
+// bounded History, fit, decide) on a 1 GiB history generated as it is read
+// (docs/benchmarks.md). peak-heap-MiB is the sampled heap growth while
+// reading.
+//
+//	go test -run '^$' -bench Forecast1GBHistory -benchtime 1x -benchmem ./cmd/planner
+func BenchmarkForecast1GBHistory(b *testing.B) {
+	for range b.N {
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var peak uint64
+		s := &historyStream{size: 1 << 30, peak: &peak}
+		c, err := loadHistory("-", s, cutSpec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := buildForecastOutput(c, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(int64(peak)-int64(before.HeapAlloc))/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(c.Read), "reports")
+	}
+}

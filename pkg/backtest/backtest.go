@@ -94,16 +94,33 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 	return out, nil
 }
 
-// MaxReports bounds the reports of one history file the backtest scores.
+// MaxReports and MaxFileBytes bound one history file the backtest scores.
 // Scoring replays a file's cutoffs and baselines over all its reports, so
 // it holds the whole file (unlike forecast and report, which stream into
 // the bounded History); with at most MaxWorkers files at a time this
-// bounds its memory (docs/limits.md). The largest corpus file has ~7,000.
-const MaxReports = 50_000
+// bounds its memory (docs/limits.md). The largest corpus file has ~7,000
+// reports and 1.8 MB.
+const (
+	MaxReports   = 50_000
+	MaxFileBytes = 16 << 20
+)
 
 // readBounded reads a history file, refusing one of more than MaxReports
-// reports as soon as it has read that many.
+// reports or MaxFileBytes bytes as soon as it has read that much.
 func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
+	bc := &byteCap{r: r, left: MaxFileBytes}
+	hf, err := readReports(bc)
+	if err != nil && bc.left <= 0 {
+		// The cut may fall inside a line: say why it was cut, not that the
+		// line's JSON ends early.
+		return nil, errTooBig
+	}
+	return hf, err
+}
+
+var errTooBig = fmt.Errorf("more than %d MiB: the backtest holds a whole file, at most %d MiB", MaxFileBytes>>20, MaxFileBytes>>20)
+
+func readReports(r io.Reader) (*forecast.HistoryFile, error) {
 	hr, err := forecast.NewHistoryReader(r)
 	if err != nil {
 		return nil, err
@@ -122,6 +139,24 @@ func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
 		}
 		hf.Reports = append(hf.Reports, rep)
 	}
+}
+
+// byteCap fails a read past left bytes.
+type byteCap struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *byteCap) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooBig
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // FilesFromFS lists the *.jsonl files under root in fsys (e.g. the

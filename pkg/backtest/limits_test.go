@@ -7,16 +7,23 @@ import (
 )
 
 // TestReadBoundedRefusesHugeFiles: the backtest holds whole files, so a
-// file of more than MaxReports reports is refused as soon as it has that
-// many, naming the line and the limit.
+// file of more than MaxFileBytes bytes or MaxReports reports is refused as
+// soon as it has that much, naming the limit.
 func TestReadBoundedRefusesHugeFiles(t *testing.T) {
+	wide := `{"kind":"ProgressHistory","version":1,"name":"wide","derivedFrom":null}` + "\n" +
+		strings.Repeat(`{"t":1,"trainerStatus":{"metrics":[{"name":"loss","value":"`+strings.Repeat("1", 512<<10)+`"}]}}`+"\n", 2*MaxFileBytes/(512<<10))
+	want := fmt.Sprintf("more than %d MiB", MaxFileBytes>>20)
+	if _, err := readBounded(strings.NewReader(wide)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a %d MiB file: error %v, want it to contain %q", len(wide)>>20, err, want)
+	}
+
 	var b strings.Builder
 	b.WriteString(`{"kind":"ProgressHistory","version":1,"name":"huge","derivedFrom":null}` + "\n")
 	for i := range MaxReports + 1 {
 		fmt.Fprintf(&b, `{"t":%d,"trainerStatus":{}}`+"\n", i)
 	}
 	_, err := readBounded(strings.NewReader(b.String()))
-	want := fmt.Sprintf("line %d: more than %d reports", MaxReports+2, MaxReports)
+	want = fmt.Sprintf("line %d: more than %d reports", MaxReports+2, MaxReports)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to contain %q", err, want)
 	}
