@@ -2,14 +2,14 @@ package simulator
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/progress-planner/planner/internal/genreader"
 )
 
 // The issue-14 probes: each absurd number is an error naming the field and
@@ -92,55 +92,35 @@ func TestScenarioNumbersAreRangeChecked(t *testing.T) {
 }
 
 // phillyRows is a synthetic Philly trace of n rows, generated as it is
-// read (no file, no buffer of the whole): submissions go backwards in
-// time so that a limit must keep the last rows, not the first.
-type phillyRows struct {
-	n, i int
-	buf  []byte
-	// peak, when set, samples the heap every 10,000 rows.
-	peak *uint64
-}
-
-func (p *phillyRows) Read(b []byte) (int, error) {
-	for len(p.buf) < len(b) && p.i <= p.n {
-		if p.i == 0 {
-			p.buf = append(p.buf, phillyHeader...)
-		} else {
-			s := time.Unix(int64(1_500_000_000-p.i), 0).UTC().Format(time.DateTime)
-			p.buf = fmt.Appendf(p.buf, "%s,%d,%d,0,vc%d\n", s, 60+p.i%600, 1+p.i%8, p.i%4)
-			if p.peak != nil && p.i%10_000 == 0 {
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				*p.peak = max(*p.peak, m.HeapAlloc)
-			}
+// read: submissions go backwards in time so that a limit must keep the
+// last rows, not the first.
+func phillyRows(n int) *genreader.Reader {
+	return genreader.New(10_000, func(dst []byte, i int) ([]byte, bool) {
+		switch {
+		case i == 0:
+			return append(dst, phillyHeader...), true
+		case i > n:
+			return dst, false
 		}
-		p.i++
-	}
-	if len(p.buf) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(b, p.buf)
-	p.buf = p.buf[:copy(p.buf, p.buf[n:])]
-	return n, nil
+		s := time.Unix(int64(1_500_000_000-i), 0).UTC().Format(time.DateTime)
+		return fmt.Appendf(dst, "%s,%d,%d,0,vc%d\n", s, 60+i%600, 1+i%8, i%4), true
+	})
 }
 
 func TestTraceLimitKeepsMemoryBounded(t *testing.T) {
 	const rows, limit = 300_000, 10
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	var peak uint64
-	tr, err := ReadTrace(&phillyRows{n: rows, peak: &peak}, FormatPhilly, limit)
+	r := phillyRows(rows)
+	tr, err := ReadTrace(r, FormatPhilly, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tr.Jobs) != limit || tr.Jobs[0].Line != rows+1 || tr.Jobs[limit-1].Line != rows+2-limit {
 		t.Fatalf("kept %d jobs, first line %d, last %d: want the %d latest lines (the earliest submissions)", len(tr.Jobs), tr.Jobs[0].Line, tr.Jobs[len(tr.Jobs)-1].Line, limit)
 	}
-	// Peak heap while reading (sampled): rows not kept are garbage at
-	// once. Keeping every row would take ~30 MiB at 300,000 rows.
-	if grew := int64(peak) - int64(before.HeapAlloc); grew > 8<<20 {
-		t.Errorf("heap grew by %d bytes reading %d rows with limit %d", grew, rows, limit)
+	// Rows not kept are garbage at once. Keeping every row would take
+	// ~30 MiB at 300,000 rows.
+	if grew := r.PeakGrowth(); grew > 8 {
+		t.Errorf("heap grew by %.1f MiB reading %d rows with limit %d", grew, rows, limit)
 	}
 }
 
@@ -151,17 +131,14 @@ func TestTraceLimitKeepsMemoryBounded(t *testing.T) {
 //	go test -run '^$' -bench TraceLimit10 -benchtime 1x -benchmem ./simulator
 func BenchmarkTraceLimit10Of1e7Rows(b *testing.B) {
 	for range b.N {
-		var before runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		var peak uint64
-		tr, err := ReadTrace(&phillyRows{n: 10_000_000, peak: &peak}, FormatPhilly, 10)
+		r := phillyRows(10_000_000)
+		tr, err := ReadTrace(r, FormatPhilly, 10)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(tr.Jobs) != 10 {
 			b.Fatalf("%d jobs", len(tr.Jobs))
 		}
-		b.ReportMetric(float64(int64(peak)-int64(before.HeapAlloc))/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(r.PeakGrowth(), "peak-heap-MiB")
 	}
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/progress-planner/planner/internal/genreader"
 	"github.com/progress-planner/planner/pkg/backtest"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/report"
@@ -155,63 +155,41 @@ func TestForecastTableHostileNames(t *testing.T) {
 }
 
 // historyStream is a history file of about size bytes, generated as it is
-// read (nothing is held but the current line): a steps run reporting
-// loss, eval_loss and the step counter. peak, when set, samples the heap
-// every 4,096 reports.
-type historyStream struct {
-	size, n int64
-	i       int
-	buf     []byte
-	peak    *uint64
-}
-
-func (s *historyStream) Read(b []byte) (int, error) {
-	for len(s.buf) < len(b) && s.n < s.size {
-		var line []byte
-		if s.i == 0 {
-			line = []byte(`{"kind":"ProgressHistory","version":1,"name":"big","objective":{"metric":"eval_loss","direction":"minimize","target":null},"derivedFrom":null}` + "\n")
-		} else {
-			loss := 2 + 3/float64(1+s.i/100)
-			line = fmt.Appendf(nil, `{"t":%d,"trainerStatus":{"progressPercentage":%d,"metrics":[{"name":"loss","value":"%.6g"},{"name":"eval_loss","value":"%.6g"},{"name":"current_step","value":"%d"},{"name":"total_steps","value":"1000000000"}]}}`+"\n",
-				10*s.i, s.i/10_000_000, loss, loss+0.01, s.i)
-			if s.peak != nil && s.i%4096 == 0 {
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				*s.peak = max(*s.peak, m.HeapAlloc)
-			}
+// read: a steps run reporting loss, eval_loss and the step counter.
+func historyStream(size int64) *genreader.Reader {
+	var n int64
+	return genreader.New(4096, func(dst []byte, i int) ([]byte, bool) {
+		if n >= size {
+			return dst, false
 		}
-		s.buf = append(s.buf, line...)
-		s.n += int64(len(line))
-		s.i++
-	}
-	if len(s.buf) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(b, s.buf)
-	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
-	return n, nil
+		start := len(dst)
+		if i == 0 {
+			dst = append(dst, `{"kind":"ProgressHistory","version":1,"name":"big","objective":{"metric":"eval_loss","direction":"minimize","target":null},"derivedFrom":null}`+"\n"...)
+		} else {
+			loss := 2 + 3/float64(1+i/100)
+			dst = fmt.Appendf(dst, `{"t":%d,"trainerStatus":{"progressPercentage":%d,"metrics":[{"name":"loss","value":"%.6g"},{"name":"eval_loss","value":"%.6g"},{"name":"current_step","value":"%d"},{"name":"total_steps","value":"1000000000"}]}}`+"\n",
+				10*i, i/10_000_000, loss, loss+0.01, i)
+		}
+		n += int64(len(dst) - start)
+		return dst, true
+	})
 }
 
 // TestHistoryReadIsStreamed: a 32 MB history (about 150,000 reports) is read
 // into the bounded History; the heap never holds the file. Keeping every
 // report took ~6 bytes of heap per byte of file.
 func TestHistoryReadIsStreamed(t *testing.T) {
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	var peak uint64
-	s := &historyStream{size: 32 << 20, peak: &peak}
-	c, err := loadHistory("-", s, cutSpec{})
+	const size = 32 << 20
+	r := historyStream(size)
+	c, err := loadHistory("-", r, cutSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Read != s.i-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
-		t.Fatalf("read %d of %d reports, %d points kept", c.Read, s.i-1, c.H.Len())
+	if c.Read != r.Lines()-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
+		t.Fatalf("read %d of %d reports, %d points kept", c.Read, r.Lines()-1, c.H.Len())
 	}
-	if grew := int64(peak) - int64(before.HeapAlloc); grew > 16<<20 {
-		t.Errorf("heap grew by %d MiB reading a %d MiB history", grew>>20, s.size>>20)
-	} else {
-		t.Logf("heap grew by %.1f MiB reading a %d MiB history", float64(grew)/(1<<20), s.size>>20)
+	if grew := r.PeakGrowth(); grew > 16 {
+		t.Errorf("heap grew by %.1f MiB reading a %d MiB history", grew, size>>20)
 	}
 }
 
@@ -249,19 +227,15 @@ func TestInvalidHeaderObjectiveIsAnError(t *testing.T) {
 //	go test -run '^$' -bench Forecast1GBHistory -benchtime 1x -benchmem ./cmd/planner
 func BenchmarkForecast1GBHistory(b *testing.B) {
 	for range b.N {
-		var before runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		var peak uint64
-		s := &historyStream{size: 1 << 30, peak: &peak}
-		c, err := loadHistory("-", s, cutSpec{})
+		r := historyStream(1 << 30)
+		c, err := loadHistory("-", r, cutSpec{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := buildForecastOutput(c, nil); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(int64(peak)-int64(before.HeapAlloc))/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(r.PeakGrowth(), "peak-heap-MiB")
 		b.ReportMetric(float64(c.Read), "reports")
 	}
 }

@@ -79,19 +79,24 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 	for i, fp := range files {
 		fp := fp
 		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) {
-			f, err := os.Open(fp)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			hf, err := readBounded(f)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", fp, err)
-			}
-			return hf, nil
+			return load(func() (io.ReadCloser, error) { return os.Open(fp) }, fp)
 		}}
 	}
 	return out, nil
+}
+
+// load reads one history file (readBounded); errors name it.
+func load(open func() (io.ReadCloser, error), name string) (*forecast.HistoryFile, error) {
+	r, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	hf, err := readBounded(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return hf, nil
 }
 
 // MaxReports and MaxFileBytes bound one history file the backtest scores.
@@ -109,7 +114,7 @@ const (
 // reports or MaxFileBytes bytes as soon as it has read that much.
 func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
 	bc := &byteCap{r: r, left: MaxFileBytes}
-	hf, err := readReports(bc)
+	hf, err := forecast.ReadHistoryFileMax(bc, MaxReports)
 	if err != nil && bc.left <= 0 {
 		// The cut may fall inside a line: say why it was cut, not that the
 		// line's JSON ends early.
@@ -119,27 +124,6 @@ func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
 }
 
 var errTooBig = fmt.Errorf("more than %d MiB: the backtest holds a whole file, at most %d MiB", MaxFileBytes>>20, MaxFileBytes>>20)
-
-func readReports(r io.Reader) (*forecast.HistoryFile, error) {
-	hr, err := forecast.NewHistoryReader(r)
-	if err != nil {
-		return nil, err
-	}
-	hf := &forecast.HistoryFile{Header: hr.Header}
-	for {
-		rep, err := hr.Next()
-		if err == io.EOF {
-			return hf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(hf.Reports) == MaxReports {
-			return nil, &forecast.LineError{Line: hr.Line(), Err: fmt.Errorf("more than %d reports: the backtest holds a whole file, at most %d reports", MaxReports, MaxReports)}
-		}
-		hf.Reports = append(hf.Reports, rep)
-	}
-}
 
 // byteCap fails a read past left bytes.
 type byteCap struct {
@@ -180,16 +164,7 @@ func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
 	for i, p := range files {
 		p := p
 		out[i] = Input{Name: p, Load: func() (*forecast.HistoryFile, error) {
-			r, err := fsys.Open(p)
-			if err != nil {
-				return nil, err
-			}
-			defer r.Close()
-			f, err := readBounded(r)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path.Base(p), err)
-			}
-			return f, nil
+			return load(func() (io.ReadCloser, error) { return fsys.Open(p) }, path.Base(p))
 		}}
 	}
 	return out, nil

@@ -205,7 +205,12 @@ func (e *LineError) Unwrap() error { return e.Err }
 // values without losing the rest), so a file with a garbage metric still
 // loads. It keeps every report: memory grows with the file; HistoryReader
 // reads one report at a time.
-func ReadHistoryFile(r io.Reader) (*HistoryFile, error) {
+func ReadHistoryFile(r io.Reader) (*HistoryFile, error) { return ReadHistoryFileMax(r, math.MaxInt) }
+
+// ReadHistoryFileMax is ReadHistoryFile for a caller that must hold the
+// whole file: a file of more than maxReports reports is an error as soon
+// as that many have been read.
+func ReadHistoryFileMax(r io.Reader, maxReports int) (*HistoryFile, error) {
 	hr, err := NewHistoryReader(r)
 	if err != nil {
 		return nil, err
@@ -218,6 +223,9 @@ func ReadHistoryFile(r io.Reader) (*HistoryFile, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if len(f.Reports) == maxReports {
+			return nil, &LineError{hr.line, fmt.Errorf("more than %d reports", maxReports)}
 		}
 		f.Reports = append(f.Reports, rep)
 	}
