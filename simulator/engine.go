@@ -165,6 +165,7 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 	}
 	e := &engine{opt: opt, in: in, cl: cl, pol: pol, polName: policyName}
 	e.q = make(eventQueue, 0, len(in.Jobs)+64)
+	work := 0.0
 	for i, j := range in.Jobs {
 		if j.ID != i {
 			return nil, fmt.Errorf("job %q: id %d, want its index %d", j.Name, j.ID, i)
@@ -186,6 +187,13 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 		}
 		e.jobs = append(e.jobs, s)
 		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
+		// Each limit alone allows a run of 10^6 ten-year jobs reporting
+		// every second: bound the work itself (reports and forecast ticks
+		// over each job's run, without the reruns evictions cause).
+		work += j.Duration/s.reportEvery + j.Duration/float64(opt.Cadence.Min)
+	}
+	if work > maxRunEvents {
+		return nil, fmt.Errorf("the jobs would send about %.3g reports and forecasts (at most %g): replay fewer jobs (--limit) or report and forecast less often (reports.min/max, cadence.min)", work, float64(maxRunEvents))
 	}
 	return e, nil
 }

@@ -31,6 +31,9 @@ const (
 	// the events one job makes.
 	minInterval      = 1
 	maxReportsPerRun = 100_000
+	// maxRunEvents bounds the reports and forecast ticks of one run (the
+	// whole Philly trace makes about 10^7).
+	maxRunEvents = 100_000_000
 	// maxTotalSteps is pkg/forecast's bound on a counter (1e12 steps).
 	maxTotalSteps = 1e12
 )

@@ -83,6 +83,21 @@ func TestScenarioNumbersAreRangeChecked(t *testing.T) {
 			t.Errorf("%q: error %v, want it to contain %q", c.yaml, err, c.want)
 		}
 	}
+	sc, err := ParseScenario([]byte(head + "reports: {perRun: 100, min: 1s, max: 1s}\njobs: [{queue: q, gpus: 1, duration: 3650d}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := sc.Options(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := sc.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(in, PolicyKueue, o); err == nil || !strings.Contains(err.Error(), "reports and forecasts (at most 1e+08)") {
+		t.Errorf("a ten-year job reporting every second: %v", err)
+	}
 	opt := DefaultOptions()
 	opt.ReportMin = 1e-300
 	opt.Cadence.Min = 1e-300
