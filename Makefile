@@ -52,6 +52,9 @@ bench: ## Benchmarks, benchstat-friendly: make bench COUNT=10 > new.txt
 fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./simulator
 
 backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] (no DATA: embedded synthetic examples)
 	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) $(DATA)

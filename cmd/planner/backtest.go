@@ -40,6 +40,9 @@ used.`,
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
+			if workers < 0 || workers > backtest.MaxWorkers() {
+				return usageErrorf("--workers %d: must be in [0, %d] (4 × GOMAXPROCS; 0 = GOMAXPROCS)", workers, backtest.MaxWorkers())
+			}
 			if output != "table" && output != "json" {
 				return usageErrorf("--output %q: want table or json", output)
 			}

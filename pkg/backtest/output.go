@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // WriteJSON writes the report as indented JSON (docs/backtest.md).
@@ -54,13 +56,22 @@ type tw struct {
 	err error
 }
 
+// f writes a formatted piece of the report; names, datasets and errors
+// quoting file contents are tenant text, so everything is escaped
+// (textsafe) on the way out.
 func (t *tw) f(format string, a ...any) {
 	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, a...)
+		_, t.err = io.WriteString(t.w, textsafe.Text(fmt.Sprintf(format, a...)))
 	}
 }
 
-func (t *tw) row(cells ...string) { t.f("| %s |\n", strings.Join(cells, " | ")) }
+func (t *tw) row(cells ...string) {
+	esc := make([]string, len(cells))
+	for i, c := range cells {
+		esc[i] = textsafe.Markdown(c)
+	}
+	t.f("| %s |\n", strings.Join(esc, " | "))
+}
 
 func (t *tw) header(cells ...string) {
 	t.row(cells...)
