@@ -36,7 +36,7 @@ type Settings struct {
 	// value, that is worth the job's GPUs: a job whose curve or recent pace
 	// (carried to its planned end) still promises this much is not
 	// Plateaued, whatever share of its gain so far that is. Per job with
-	// the annotation planner.progress-planner.io/min-improvement
+	// the annotation planner.progress.io/min-improvement
 	// (docs/policy.md).
 	MinImprovement float64
 	// PlateauAnnealShare: a job with a fixed total that reports no
