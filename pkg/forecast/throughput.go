@@ -104,10 +104,13 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 var trendShares = [...]float64{0, dampedTrend}
 
 // selectTrend scores each trend share on the job's own history with
-// rolling-origin hindcasts — fitted on the samples up to 50, 60, 70 and
-// 80 % of the observed time, asked how long the rest took — and returns
-// the share with the smallest mean absolute relative error, and that
-// error. With too little history: the damped trend and no error.
+// rolling-origin hindcasts — fitted on the samples up to 85, 90 and 95 %
+// of the observed time, asked how long the rest took — and returns the
+// share with the smallest mean absolute relative error, and that error.
+// The origins are recent on purpose: runs change pace in stages (batch or
+// sequence-length schedules), and the question is which method describes
+// the stage the job is in now. With too little history: the damped trend
+// and no error.
 func selectTrend(s []paceSample) (phi, hindErr float64) {
 	phi = dampedTrend
 	if len(s) < 8 {
@@ -117,7 +120,7 @@ func selectTrend(s []paceSample) (phi, hindErr float64) {
 	t0 := s[0].t1 - s[0].dt
 	var errs [len(trendShares)]float64
 	n := 0
-	for _, f := range [...]float64{0.5, 0.6, 0.7, 0.8} {
+	for _, f := range [...]float64{0.85, 0.9, 0.95} {
 		cut := t0 + f*(last.t1-t0)
 		k := 0
 		for k < len(s) && s[k].t1 <= cut {
