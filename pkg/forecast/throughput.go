@@ -87,7 +87,7 @@ func paceSamples(pts []Point, axis func(Point) float64) []paceSample {
 	return out
 }
 
-// fitPace fits the pace model and lets the job's own history choose how
+// fitPace fits the pace model and lets the job's own history weigh how
 // much of the fitted trend to carry forward (selectTrend). ok is false
 // with no samples.
 func fitPace(s []paceSample) (p pace, ok bool) {
@@ -98,15 +98,16 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 	return p, ok
 }
 
-// trendShares are the candidate shares of the fitted trend carried into
-// the future: none (the recent rate, as a straight line would), the damped
-// trend, all of it.
+// trendShares are the two shares of the fitted trend weighed by
+// selectTrend: none (the recent rate, as a straight line would) and the
+// damped trend.
 var trendShares = [...]float64{0, dampedTrend}
 
-// selectTrend scores each trend share on the job's own history with
+// selectTrend scores the two trend shares on the job's own history with
 // rolling-origin hindcasts — fitted on the samples up to 85, 90 and 95 %
-// of the observed time, asked how long the rest took — and returns the
-// share with the smallest mean absolute relative error, and that error.
+// of the observed time, asked how long the rest took — and combines them
+// with inverse-squared-error weights (Bates–Granger): it returns the
+// combined share and the weighted hindcast error.
 // The origins are recent on purpose: runs change pace in stages (batch or
 // sequence-length schedules), and the question is which method describes
 // the stage the job is in now. With too little history: the damped trend
@@ -144,13 +145,13 @@ func selectTrend(s []paceSample) (phi, hindErr float64) {
 	if n == 0 {
 		return phi, 0
 	}
-	best := 1 // the damped trend unless another share did better
-	for i := range errs {
-		if errs[i] < errs[best]-1e-9 {
-			best = i
-		}
+	// Inverse-squared-error weights over the two shares.
+	e0, e1 := errs[0]/float64(n), errs[1]/float64(n)
+	if e0+e1 <= 0 {
+		return phi, 0
 	}
-	return trendShares[best], errs[best] / float64(n)
+	w := e0 * e0 / (e0*e0 + e1*e1)
+	return w * trendShares[1], w*e1 + (1-w)*e0
 }
 
 // fitPaceLevel fits the recent level and the trend.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The pace's trend share is chosen by the job's own hindcasts: a job that
+// The pace's trend share is weighed by the job's own hindcasts: a job that
 // slowed down early and has kept a constant pace since is extrapolated
 // flat; a job that keeps slowing down keeps the damped trend.
 func TestSelectTrendByHindcast(t *testing.T) {
@@ -20,11 +20,11 @@ func TestSelectTrendByHindcast(t *testing.T) {
 		return s
 	}
 	settled := samples(func(x float64) float64 { return 1 + math.Min(x, 30)/10 })
-	if phi, _ := selectTrend(settled); phi != 0 {
-		t.Errorf("pace constant since x=30: trend share %v, want 0", phi)
+	if phi, _ := selectTrend(settled); phi > 0.05 {
+		t.Errorf("pace constant since x=30: trend share %v, want about 0", phi)
 	}
 	slowing := samples(func(x float64) float64 { return 1 + x/10 })
-	if phi, _ := selectTrend(slowing); phi != dampedTrend {
-		t.Errorf("pace still slowing: trend share %v, want %v", phi, dampedTrend)
+	if phi, _ := selectTrend(slowing); phi < 0.9*dampedTrend {
+		t.Errorf("pace still slowing: trend share %v, want about %v", phi, dampedTrend)
 	}
 }
