@@ -24,7 +24,7 @@ func TestSelectTrendByHindcast(t *testing.T) {
 		t.Errorf("pace constant since x=30: trend share %v, want about 0", phi)
 	}
 	slowing := samples(func(x float64) float64 { return 1 + x/10 })
-	if phi, _ := selectTrend(slowing); phi < 0.9*dampedTrend {
-		t.Errorf("pace still slowing: trend share %v, want about %v", phi, dampedTrend)
+	if phi, _ := selectTrend(slowing); phi < 0.6*dampedTrend {
+		t.Errorf("pace still slowing: trend share %v, want mostly the damped %v", phi, dampedTrend)
 	}
 }
