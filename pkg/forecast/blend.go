@@ -17,6 +17,11 @@ type blended struct {
 	w       float64 // weight of the curve; 1-w goes to persistence
 	persist float64 // last observed value (oriented)
 	hErr    float64 // RMS hindcast error of the blend (oriented units)
+	// lineBetter: on the hindcast, a straight line through the recent
+	// observations (linearCrossing's line) predicted the held-out third
+	// better than the curve did (under half its squared error); the time to
+	// target then follows the line.
+	lineBetter bool
 	hSpan   float64 // axis length of the hindcast horizon
 	xLast   float64
 	lo, hi  float64 // physical bounds of the oriented metric (±Inf when none)
@@ -65,11 +70,17 @@ func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
 		ys = append(ys, held[i].y)
 		preds = append(preds, m)
 	}
-	var seC, seP float64
+	var seC, seP, seL float64
+	slope, anchor, lineOK := recentLine(obs[:k])
 	for i, y := range ys {
 		seC += (preds[i] - y) * (preds[i] - y)
 		seP += (persist - y) * (persist - y)
+		if lineOK {
+			l := anchor.y + slope*(held[i*stride].x-anchor.x)
+			seL += (l - y) * (l - y)
+		}
 	}
+	b.lineBetter = lineOK && seL < 0.5*seC
 	n := float64(len(ys))
 	mseC, mseP := seC/n, seP/n
 	if mseC+mseP > 0 {
@@ -124,4 +135,25 @@ func (b blended) crossing(level, xFrom, xMax float64) (float64, bool) {
 		return 0, false
 	}
 	return b.cf.Crossing((level-(1-b.w)*b.persist)/b.w, xFrom, xMax)
+}
+
+// recentLine is the straight line through the first and the last
+// observation of the last fifth of observed time (at least the last two):
+// its slope on the axis and the last observation, which it passes
+// through; ok is false when it is not improving.
+func recentLine(obs []objPoint) (slope float64, last objPoint, ok bool) {
+	n := len(obs)
+	if n < 2 {
+		return 0, objPoint{}, false
+	}
+	tEnd := obs[n-1].t
+	k := n - 2
+	for k > 0 && obs[k-1].t >= 0.8*tEnd {
+		k--
+	}
+	a, b := obs[k], obs[n-1]
+	if b.x <= a.x || b.y >= a.y {
+		return 0, objPoint{}, false
+	}
+	return (b.y - a.y) / (b.x - a.x), b, true
 }

@@ -488,7 +488,9 @@ func timeToTarget(obj Objective, obs []objPoint, best float64, cf CurveFit, curv
 	xLast := obs[len(obs)-1].x
 	basis := "target"
 	xc, ok := 0.0, false
-	if curveOK {
+	// The curve's crossing, unless a straight line predicted the job's own
+	// recent past better (the blend's hindcast).
+	if curveOK && !bl.lineBetter {
 		xc, ok = cf.Crossing(level, xLast, math.Max(xLast, 1)*20)
 		if !ok {
 			a, okA := cf.Asymptote()
@@ -537,22 +539,15 @@ func runningSince(pts []Point, tMoved float64) float64 {
 	return tMoved
 }
 
-// linearCrossing extends a straight line through the observations of the
-// last fifth of observed time (at least the last two) to level; ok is false
-// when the line is not improving.
+// linearCrossing extends recentLine (the observations of the last fifth
+// of observed time, at least the last two) to level; ok is false when the
+// line is not improving.
 func linearCrossing(obs []objPoint, level float64) (float64, bool) {
-	n := len(obs)
-	tEnd := obs[n-1].t
-	k := n - 2
-	for k > 0 && obs[k-1].t >= 0.8*tEnd {
-		k--
-	}
-	a, b := obs[k], obs[n-1]
-	if b.x <= a.x || b.y >= a.y {
+	slope, last, ok := recentLine(obs)
+	if !ok {
 		return 0, false
 	}
-	slope := (b.y - a.y) / (b.x - a.x)
-	return b.x + (level-b.y)/slope, true
+	return last.x + (level-last.y)/slope, true
 }
 
 // recentEvalGain is the median improvement per observation over the last
