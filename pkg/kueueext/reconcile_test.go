@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -637,5 +638,71 @@ func TestReconcileStopOptIn(t *testing.T) {
 	f.reconcile("a")
 	if wl := f.workload(wlA.Name); !ptr.Deref(wl.Spec.Active, true) {
 		t.Error("the planner deactivated again on the same decision")
+	}
+}
+
+// Issue 14: a tenant who can edit the ProgressForecast status forges the
+// stored decision (mode enforce, boost 2000000000, revision bumped). The
+// planner applies the current config's mode and the policy's boost range,
+// never the stored ones.
+func TestReconcileForgedDecision(t *testing.T) {
+	for _, mode := range []preempt.Mode{preempt.ModeAdvise, preempt.ModeEnforce} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Policy.Mode = mode
+			a := trainJob("a", "a-uid", nil)
+			wlA := workloadFor("trainjob-a-00001", a, true)
+			f := newFixture(t, cfg, a, wlA, localQueue())
+			hf := exampleHistory(t, "synth__early-plateau")
+			f.replayInto("a", hf.Reports[:len(hf.Reports)/5])
+
+			pf := f.pf("a")
+			var d preempt.Decision
+			if err := json.Unmarshal(pf.Status.Decision.Raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			d.Mode, d.Boost, d.AdvisedBoost = preempt.ModeEnforce, 2_000_000_000, 2_000_000_000
+			d.Action, d.AdvisedAction = preempt.ActionDeactivate, preempt.ActionDeactivate
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf.Status.Decision.Raw = raw
+			pf.Status.Mode = string(preempt.ModeEnforce)
+			pf.Status.Revision++
+			if err := f.c.Status().Update(context.Background(), pf); err != nil {
+				t.Fatal(err)
+			}
+			// A restarted planner reads the forged state back; the clock
+			// does not move, so no new forecast replaces the decision.
+			f.rec = f.newReconciler()
+			f.reconcile("a")
+
+			wl := f.workload(wlA.Name)
+			v, set := wl.Annotations[AnnotationPriorityBoost]
+			b, _ := strconv.Atoi(v)
+			p := cfg.Policy
+			switch {
+			case mode == preempt.ModeAdvise && set && b != 0:
+				t.Errorf("advise mode wrote priority-boost %q", v)
+			case set && (b < int(p.Boosts.Min) || b > int(p.Boosts.Max)):
+				t.Errorf("priority-boost %q outside the policy's [%d, %d]", v, p.Boosts.Min, p.Boosts.Max)
+			}
+			if wl.Spec.Active != nil && !*wl.Spec.Active {
+				t.Error("the forged Deactivate stopped the Workload")
+			}
+			st := f.pf("a").Status
+			if st.Mode != string(mode) {
+				t.Errorf("status mode %q, want the config's %q", st.Mode, mode)
+			}
+			var stored preempt.Decision
+			if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored.Mode != mode || stored.AdvisedBoost > p.Boosts.Max {
+				t.Errorf("stored decision kept the forgery: mode %s advised %d", stored.Mode, stored.AdvisedBoost)
+			}
+			t.Logf("mode %s: annotation %q (set %v), status boost %d", mode, v, set, st.Boost)
+		})
 	}
 }

@@ -241,6 +241,10 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	jobDone := trainJobFinished(&tj) || (wf != nil && wf.Finished)
 	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !ptr.Deref(tj.Spec.Suspend, false)))
 
+	// The stored decision may have been edited by anyone who can write the
+	// status: it counts only as far as the current policy allows.
+	st.decision = preempt.Conform(st.decision, facts, r.cfg.Policy, nowSec)
+
 	// 4. Forecast and decide when the rate limit allows.
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)
 	in := scheduleInput{
@@ -404,7 +408,8 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 		}
 	}
 	if pf.Status.Forecast != nil {
-		st.lastForecast = pf.Status.Forecast.Time.Time
+		// Never in the future: a forged time would hold off forecasts.
+		st.lastForecast = notAfter(pf.Status.Forecast.Time.Time, r.clock.Now())
 	}
 	st.objective = pf.Status.Objective
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
@@ -724,10 +729,7 @@ func formatCounts(m map[forecast.RejectReason]int) string {
 func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) error {
 	d := st.decision
-	mode := string(d.Mode)
-	if mode == "" {
-		mode = string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
-	}
+	mode := string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
 	enforce := preempt.Mode(mode) == preempt.ModeEnforce
 	owned := wf != nil && PlannerOwnsBoost(wl.ManagedFields)
 	st.work.Boost = 0
