@@ -8,8 +8,10 @@ package preempt
 //
 //   - an unknown verdict is no decision at all (the zero Decision);
 //   - the mode is p's for facts, never the stored one;
-//   - the advised boost is clamped to [Boosts.Min, Boosts.Max], and the
-//     boost to apply is it in enforce mode, 0 in advise mode;
+//   - the advised boost is clamped to [Boosts.Min, Boosts.Max]; a positive
+//     one (protection) needs the NearDone verdict and a lease, and is at
+//     most Boosts.NearDone; the boost to apply is the advised one in
+//     enforce mode, 0 in advise mode;
 //   - Deactivate stays advised only for a stalled verdict where stopping
 //     applies (policy or the job's opt-in), and is applied only in enforce
 //     mode;
@@ -40,6 +42,14 @@ func Conform(d Decision, facts Facts, p Policy, now float64) Decision {
 	}
 	c.Mode = eff.Mode
 	c.AdvisedBoost = clamp(c.AdvisedBoost, p.Boosts.Min, p.Boosts.Max)
+	if c.AdvisedBoost > 0 {
+		// Decide protects only a NearDone job under a lease, with the
+		// NearDone boost.
+		if c.Verdict != NearDone || c.ProtectedUntil == nil || !(*c.ProtectedUntil >= c.At) {
+			c.AdvisedBoost = 0
+		}
+		c.AdvisedBoost = min(c.AdvisedBoost, max(p.Boosts.NearDone, 0))
+	}
 	if c.AdvisedAction != ActionDeactivate || !c.Verdict.Stalled() || !stopApplies(eff, &facts) {
 		c.AdvisedAction, c.GPUHoursSaved = ActionNone, 0
 	}

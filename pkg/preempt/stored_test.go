@@ -29,9 +29,10 @@ func TestConformForgedDecision(t *testing.T) {
 		action    Action
 		advisedAc Action
 	}{
-		{"advise mode", advise, ModeAdvise, 0, enforce.Boosts.Max, ActionNone, ActionNone},
-		{"enforce, stop off", enforce, ModeEnforce, enforce.Boosts.Max, enforce.Boosts.Max, ActionNone, ActionNone},
-		{"enforce, stop on", enforceStop, ModeEnforce, enforce.Boosts.Max, enforce.Boosts.Max, ActionDeactivate, ActionDeactivate},
+		// A positive boost for a Plateaued verdict is no boost at all.
+		{"advise mode", advise, ModeAdvise, 0, 0, ActionNone, ActionNone},
+		{"enforce, stop off", enforce, ModeEnforce, 0, 0, ActionNone, ActionNone},
+		{"enforce, stop on", enforceStop, ModeEnforce, 0, 0, ActionDeactivate, ActionDeactivate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
@@ -64,6 +65,18 @@ func TestConformForgedDecision(t *testing.T) {
 		c := Conform(f, running(), lowBoost, t0)
 		if c.Boost != lowBoost.Boosts.Min {
 			t.Errorf("boost %d, want the policy's min %d", c.Boost, lowBoost.Boosts.Min)
+		}
+	})
+	t.Run("protection only NearDone's, under a lease", func(t *testing.T) {
+		f := forged
+		f.Verdict = NearDone
+		c := Conform(f, running(), enforce, t0)
+		if c.Boost != enforce.Boosts.NearDone {
+			t.Errorf("boost %d, want the policy's NearDone boost %d", c.Boost, enforce.Boosts.NearDone)
+		}
+		f.ProtectedUntil = nil
+		if c := Conform(f, running(), enforce, t0); c.Boost != 0 {
+			t.Errorf("boost %d without a lease, want 0", c.Boost)
 		}
 	})
 	t.Run("unknown verdict is no decision", func(t *testing.T) {
