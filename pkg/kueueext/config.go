@@ -137,9 +137,13 @@ type configFile struct {
 }
 
 // ParseConfig reads a config file. Absent fields take their defaults;
-// apiVersion and kind are required; unknown fields, duplicate keys and
-// values that break a rule are errors naming the field.
+// apiVersion and kind are required; a second YAML document, unknown fields,
+// duplicate keys, non-finite numbers and values that break a rule are
+// errors naming the field.
 func ParseConfig(data []byte) (Config, error) {
+	if err := yamlfields.Check(data); err != nil {
+		return Config{}, err
+	}
 	f := configFile{Config: DefaultConfig()}
 	f.APIVersion, f.Kind = "", ""
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {

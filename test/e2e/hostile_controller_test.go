@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,10 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 	a, wlA := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
 	cfg := testConfig()
 	cfg.Policy.Mode = preempt.ModeAdvise
+	// No idle forecast soon after the replay ends (the default is 2 min):
+	// otherwise a fresh decision could replace the forged one before it is
+	// applied, and the test would pass without the fix.
+	cfg.Forecast.IdleInterval = preempt.Dur(10 * time.Minute)
 	c := startPlanner(ctx, t, env, cfg)
 	replayDone := replay(ctx, t, c, a, prefix(history(t, "synth__early-plateau").Reports, 0.8))
 	waitPF(ctx, t, c, a, plannerBound, "Plateaued with advised boost -100", func(pf *v1alpha1.ProgressForecast) bool {
@@ -58,6 +63,10 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 		}
 		pf.Status.Decision.Raw = raw
 		pf.Status.Mode = string(preempt.ModeEnforce)
+		// "Just forecast": no new forecast is due to replace the forgery.
+		if pf.Status.Forecast != nil {
+			pf.Status.Forecast.Time = metav1.Now()
+		}
 		pf.Status.Revision++
 		if err := c.Status().Update(ctx, &pf); err != nil {
 			if apierrors.IsConflict(err) {
