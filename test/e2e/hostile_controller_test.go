@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,8 +23,9 @@ import (
 
 // Issue 14: a tenant who can edit a ProgressForecast's status forges its
 // decision (mode enforce, boost 2000000000, Deactivate, revision bumped)
-// while the planner runs in advise mode. The planner reads the forged state
-// back (the revision says another writer wrote it), conforms it to the
+// while the planner runs in advise mode, then touches the TrainJob so that
+// the planner reconciles it with no forecast due. The planner reads the
+// forged state back (the revision says another writer wrote it), conforms it to the
 // current policy and writes nothing to the Workload: in advise mode it never
 // owns the annotation, so managedFields shows any write it ever made.
 func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
@@ -57,6 +59,9 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 		d := decisionOf(t, &pf)
 		d.Mode, d.Boost, d.AdvisedBoost = preempt.ModeEnforce, forgedBoost, forgedBoost
 		d.Action, d.AdvisedAction = preempt.ActionDeactivate, preempt.ActionDeactivate
+		// A decision "just made", with no deadline due (at 50× replay
+		// speed the projected NearDone crossing has passed already).
+		d.At, d.NearDoneAt = float64(time.Now().Unix()), nil
 		raw, err := json.Marshal(d)
 		if err != nil {
 			return false, err
@@ -80,6 +85,13 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 		t.Fatalf("forging the decision: %v", err)
 	}
 	t.Logf("forged revision %d: mode enforce, boost %d, Deactivate", forgedRev, forgedBoost)
+	// ProgressForecast updates do not trigger reconciles (only the
+	// planner's own writes are expected): any change to the TrainJob does,
+	// with no new report and no forecast due.
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.planner.progress.io/touch":"1"}}}`))
+	if err := c.Patch(ctx, a, touch); err != nil {
+		t.Fatal(err)
+	}
 
 	// The planner reads the forgery back and overwrites it with the
 	// conformed decision.
