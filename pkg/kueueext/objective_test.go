@@ -27,6 +27,16 @@ func TestParseObjectiveAnnotation(t *testing.T) {
 		{"currentEpoch,maximize", "", "progress counter"},
 		{"eval loss", "", "not a metric name"},
 		{strings.Repeat("x", 300), "", "bytes long"},
+		// Issue 14: terminal escapes and bidirectional overrides never
+		// reach status.objective; numbers are range-checked.
+		{"eval_loss\x1b]0;PWNED\x07\x1b[2J", "", "only printable characters"},
+		{"eval_loss\x00", "", "only printable characters"},
+		{"eval\u202eloss", "", "only printable characters"},
+		{"eval_loss\xff", "", "only printable characters"},
+		{"loss,target=1e300", "", "outside [-1e+12, 1e+12]"},
+		{"loss,target=-2e12", "", "outside"},
+		{"accuracy,maximize,target=1e12", "accuracy,maximize,target=1e+12", ""},
+		{"précision,maximize", "précision,maximize", ""},
 	}
 	for _, tt := range tests {
 		o, err := ParseObjectiveAnnotation(tt.in)
@@ -117,5 +127,44 @@ func TestParseStopOptIn(t *testing.T) {
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("%v: got %v, %v", tt.ann, got, err)
 		}
+	}
+}
+
+func TestParseStopOptInRefusesControlCharacters(t *testing.T) {
+	for _, v := range []string{"true\x00", "true\n", "\u202etrue", "true\x1b[2J"} {
+		b, err := ParseStopOptIn(map[string]string{AnnotationStopOptIn: v})
+		if b || err == nil || !strings.Contains(err.Error(), "only printable characters") {
+			t.Errorf("%q: opt-in %v, err %v; want false with an error about printable characters", v, b, err)
+		}
+		if err != nil && !printable(err.Error()) {
+			t.Errorf("%q: the error itself is not printable: %q", v, err.Error())
+		}
+	}
+}
+
+func TestOutputText(t *testing.T) {
+	for in, want := range map[string]string{
+		"eval_loss":         "eval_loss",
+		"précision 9,5 %":   "précision 9,5 %",
+		"a\x1b]0;PWNED\x07": `a\x1b]0;PWNED\a`,
+		"a\u202eb":          `a\u202eb`,
+		"a\x00\"b":          `a\x00\"b`,
+		"\xff":              `\xff`,
+	} {
+		got := outputText(in)
+		if got != want {
+			t.Errorf("outputText(%q) = %q, want %q", in, got, want)
+		}
+		if !printable(got) {
+			t.Errorf("outputText(%q) = %q is not printable", in, got)
+		}
+	}
+}
+
+func TestTruncateStringKeepsCharacters(t *testing.T) {
+	s := strings.Repeat("é", 10) // 2 bytes each
+	got := truncateString(s, 5)
+	if got != "éé…" {
+		t.Errorf("truncateString = %q, want %q", got, "éé…")
 	}
 }

@@ -706,3 +706,43 @@ func TestReconcileForgedDecision(t *testing.T) {
 		})
 	}
 }
+
+// Issue 14: terminal escapes, NUL and bidirectional overrides in the
+// objective annotation and in reported metric names reach no status field
+// and no Event raw; the refused annotation is a Warning Event.
+func TestReconcileHostileText(t *testing.T) {
+	const hostile = "\x1b]0;PWNED\x07\x1b[2J\u202e\x00"
+	a := trainJob("a", "a-uid", map[string]string{AnnotationObjective: "eval_loss" + hostile})
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true))
+	hf := exampleHistory(t, "synth__inverse-power")
+	f.replayInto("a", hf.Reports[:5])
+	f.clock.Step(time.Second)
+	f.setStatus("a", forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "loss" + hostile, Value: "lots" + hostile}, {Name: "train_loss", Value: "1.5"}}})
+	f.reconcile("a")
+	f.replayInto("a", hf.Reports[5:12])
+
+	st := f.pf("a").Status
+	if st.ObjectiveSource != v1alpha1.ObjectiveDefault {
+		t.Errorf("objective %q from %q, want the default", st.Objective, st.ObjectiveSource)
+	}
+	texts := map[string]string{"objective": st.Objective, "lastRejection": st.LastRejection, "reason": st.Reason}
+	for _, c := range st.Conditions {
+		texts["condition "+c.Type] = c.Message
+	}
+	for _, e := range f.ev.events {
+		texts["Event "+e.reason] = e.note
+	}
+	for where, s := range texts {
+		if !printable(s) {
+			t.Errorf("%s is not printable: %q", where, s)
+		}
+	}
+	if !strings.Contains(st.LastRejection, `loss\x1b]0;PWNED\a`) {
+		t.Errorf("lastRejection %q does not name the hostile metric, escaped", st.LastRejection)
+	}
+	ev := f.ev.byReason(ReasonInvalidObjective)
+	if len(ev) != 1 || !strings.Contains(ev[0].note, "only printable characters") {
+		t.Errorf("want one InvalidObjective Event about printable characters, got %+v", ev)
+	}
+	t.Logf("rejections %v, last %q; InvalidObjective: %s", st.Rejections, st.LastRejection, ev[0].note)
+}

@@ -178,7 +178,7 @@ func (r *TrainJobReconciler) event(regarding, related runtime.Object, typ, reaso
 	if isNilObject(related) {
 		related = nil
 	}
-	r.recorder.Eventf(regarding, related, typ, reason, action, "%s", truncateString(note, 1000))
+	r.recorder.Eventf(regarding, related, typ, reason, action, "%s", truncateString(outputText(note), 1000))
 }
 
 // isNilObject reports a nil interface or a typed nil pointer.
@@ -493,9 +493,10 @@ func (st *jobState) noteReportGap(now time.Time) {
 }
 
 func describeRejection(r forecast.Rejection) string {
-	s := string(r.Reason) + " " + r.Field
+	// Field and detail are the job's own text (metric names, values).
+	s := string(r.Reason) + " " + outputText(r.Field)
 	if r.Detail != "" {
-		s += " (" + truncateString(r.Detail, 64) + ")"
+		s += " (" + truncateString(outputText(r.Detail), 64) + ")"
 	}
 	return s
 }
@@ -671,7 +672,7 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	st.work.Forecast = Summarize(f)
 	st.work.Verdict = string(d.Verdict)
 	st.work.AdvisedBoost = d.AdvisedBoost
-	st.work.Reason = truncateString(d.Reason, 2000)
+	st.work.Reason = truncateString(outputText(d.Reason), 2000)
 
 	distrustStarted := d.Distrust != nil && prev.Distrust == nil
 	if distrustStarted {
