@@ -112,8 +112,11 @@ func DefaultConfig() Config {
 			RenewDeadline: preempt.Dur(10 * time.Second),
 			RetryPeriod:   preempt.Dur(2 * time.Second),
 		},
-		Metrics: EndpointConfig{BindAddress: ":8080"},
-		Health:  EndpointConfig{BindAddress: ":8081"},
+		// Loopback: run outside a cluster, nothing is exposed. The shipped
+		// Deployment's config listens on the pod's interfaces, where the
+		// kubelet probes and Prometheus scrapes (config/manager).
+		Metrics: EndpointConfig{BindAddress: "127.0.0.1:8080"},
+		Health:  EndpointConfig{BindAddress: "127.0.0.1:8081"},
 		Forecast: ForecastConfig{
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
