@@ -85,7 +85,9 @@ func TestServer(t *testing.T) {
 func TestServerErrorPageHidesInternals(t *testing.T) {
 	internal := errors.New(`list ProgressForecasts: Get "https://127.0.0.1:1/api": dial tcp 127.0.0.1:1: connect: connection refused`)
 	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return internal },
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return internal
+		},
 	}).Build()
 	s := New(c, c, Options{Refresh: time.Minute, Log: logr.Discard()})
 	if err := s.Rebuild(context.Background()); !errors.Is(err, internal) {
