@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -745,4 +747,55 @@ func TestReconcileHostileText(t *testing.T) {
 		t.Errorf("want one InvalidObjective Event about printable characters, got %+v", ev)
 	}
 	t.Logf("rejections %v, last %q; InvalidObjective: %s", st.Rejections, st.LastRejection, ev[0].note)
+}
+
+// Issue 14: Kueue's clock an hour ahead of the planner's. The admission
+// time is clamped to the planner's now (never "admitted -48m ago"), and
+// the skew is reported.
+func TestReconcileKueueClockAhead(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Evidence.MinAge = preempt.Dur(10 * time.Minute)
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	ahead := t0.Add(time.Hour)
+	for i := range wlA.Status.Conditions {
+		wlA.Status.Conditions[i].LastTransitionTime = metav1.NewTime(ahead)
+	}
+	f := newFixture(t, cfg, a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)/5])
+
+	st := f.pf("a").Status
+	var d preempt.Decision
+	if err := json.Unmarshal(st.Decision.Raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != preempt.Warming || !strings.Contains(d.Reason, "admitted 0s ago (need 10m)") || strings.Contains(d.Reason, "admitted -") {
+		t.Errorf("verdict %s: %s; want Warming, admitted 0s ago", d.Verdict, d.Reason)
+	}
+	wantAhead := ahead.Sub(f.clock.Now()).Seconds()
+	if got := metricValue(t, metricKueueClockAhead); got <= 0 || got > time.Hour.Seconds() {
+		t.Errorf("planner_kueue_clock_ahead_seconds %v, want in (0, 3600]", got)
+	} else {
+		t.Logf("planner_kueue_clock_ahead_seconds %v (Kueue's newest time is %vs ahead now); reason: %s", got, wantAhead, d.Reason)
+	}
+	if metricValue(t, metricFutureTimes) == 0 {
+		t.Error("planner_future_timestamps_total did not count the clamped times")
+	}
+}
+
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case out.Gauge != nil:
+		return out.Gauge.GetValue()
+	case out.Counter != nil:
+		return out.Counter.GetValue()
+	}
+	t.Fatalf("metric %v is neither a gauge nor a counter", m.Desc())
+	return 0
 }

@@ -93,6 +93,7 @@ type TrainJobReconciler struct {
 
 	kueueReady atomic.Bool
 	arrivals   *arrivals
+	kueueClock kueueClock
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobState
@@ -234,7 +235,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	}
 
 	// 3. The Workload and the facts the policy needs.
-	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn)
+	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -378,6 +379,14 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 	st.obj = pf.DeepCopy()
 	st.work = *pf.Status.DeepCopy()
 	st.work.History, st.work.Decision = nil, nil
+	// Stored times are the planner's own, unless someone edited them: one
+	// in the future would hold an eviction cooldown or a stop off forever.
+	now := r.clock.Now()
+	for _, t := range []*metav1.Time{st.work.BoostChangedTime, st.work.LastPlannerEvictionTime, st.work.DeactivatedTime} {
+		if t != nil {
+			t.Time = notAfter(t.Time, now)
+		}
+	}
 	limits := forecast.DefaultLimits()
 	limits.KeepMetrics = KeepMetrics(tj.Annotations)
 	st.hist = forecast.NewHistory(limits)
@@ -409,7 +418,7 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 	}
 	if pf.Status.Forecast != nil {
 		// Never in the future: a forged time would hold off forecasts.
-		st.lastForecast = notAfter(pf.Status.Forecast.Time.Time, r.clock.Now())
+		st.lastForecast = notAfter(pf.Status.Forecast.Time.Time, now)
 	}
 	st.objective = pf.Status.Objective
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
@@ -559,11 +568,11 @@ func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobSta
 // workloadFacts finds the Workload and turns it into preempt.Facts. wf is
 // nil when there is no usable Workload. backoff > 0 asks for a quick retry
 // (duplicate Workloads).
-func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool) (
+func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool, now time.Time) (
 	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
 	facts = preempt.Facts{Namespace: tj.Namespace, StopOptIn: stopOptIn}
 	if t := st.work.LastPlannerEvictionTime; t != nil {
-		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(t.Time))
+		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(notAfter(t.Time, now)))
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionWorkloadFound}
 	key := "none"
@@ -601,7 +610,9 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 			st.work.Workload, st.work.ClusterQueue = wl.Name, f.ClusterQueue
 			facts.BasePriority, facts.GPUs, facts.Evictions, facts.ClusterQueue = f.BasePriority, f.GPUs, f.Evictions, f.ClusterQueue
 			if f.Running() && f.AdmittedAt != nil {
-				facts.AdmittedAt = ptr.To(unixSeconds(*f.AdmittedAt))
+				// Clamped for the policy only: the raw time tells a
+				// readmission apart.
+				facts.AdmittedAt = ptr.To(unixSeconds(r.kueueClock.read(*f.AdmittedAt, now)))
 				if st.admittedAt != nil && !st.admittedAt.Equal(*f.AdmittedAt) {
 					// Readmitted: the job restarts from a checkpoint even
 					// when its counters will not show it.
@@ -620,9 +631,11 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 				lastEv = &t.Time
 			}
 			if at := PlannerEviction(f.Evicted, st.work.Boost, boostChanged, deactivated, lastEv); at != nil {
+				// Stored as Kueue stamped it (the next eviction is told
+				// apart by it), clamped for the policy.
 				mt := metav1.NewTime(*at)
 				st.work.LastPlannerEvictionTime = &mt
-				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(*at))
+				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(r.kueueClock.read(*at, now)))
 			}
 			admitted := ""
 			if f.AdmittedAt != nil {
