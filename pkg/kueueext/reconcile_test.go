@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,8 +106,11 @@ func newFixture(t *testing.T, cfg Config, objs ...client.Object) *fixture {
 	// apply of the boost annotation is emulated by applyWorkload.
 	scheme := NewScheme()
 	ot := clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjectTracker(ot).
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, ix := range cacheIndexes {
+		b = b.WithIndex(ix.obj, ix.field, ix.extract)
+	}
+	c := b.WithObjectTracker(ot).
 		WithStatusSubresource(&trainer.TrainJob{}, &kueue.Workload{}, &v1alpha1.ProgressForecast{}).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			return applyWorkload(ctx, c, ot, obj, opts...)
@@ -798,4 +802,62 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	}
 	t.Fatalf("metric %v is neither a gauge nor a counter", m.Desc())
 	return 0
+}
+
+// Issue 14: wakeWaiting finds the waiting Workloads of one ClusterQueue
+// through the cache's indexes (its LocalQueues, their Workloads), never by
+// listing every Workload; highest effective priority first, then oldest;
+// foreign-owned annotations skipped; at most maxNudges.
+func TestWakeWaitingIndexed(t *testing.T) {
+	tj := trainJob("x", "x-uid", nil)
+	mk := func(name, namespace, queue string, prio int32, age time.Duration, boost string, admitted bool) *kueue.Workload {
+		wl := workloadFor(name, tj, admitted)
+		wl.Namespace, wl.Spec.QueueName, wl.Spec.Priority = namespace, kueue.LocalQueueName(queue), ptr.To(prio)
+		wl.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+		if boost != "" {
+			wl.Annotations = map[string]string{AnnotationPriorityBoost: boost}
+		}
+		return wl
+	}
+	lq := func(namespace, name, cq string) *kueue.LocalQueue {
+		return &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)}}
+	}
+	foreign := mk("foreign", "team", "lq", 100, time.Hour, "5", false)
+	f := newFixture(t, testConfig(),
+		lq("team", "lq", "cq"), lq("other", "lq2", "cq"), lq("team", "lq3", "elsewhere"),
+		mk("running", "team", "lq", 1000, time.Hour, "", true), // admitted: not waiting
+		mk("old-low", "team", "lq", 10, 3*time.Hour, "", false),
+		mk("new-high", "other", "lq2", 10, time.Hour, "+50", false), // effective 60
+		mk("old-high", "team", "lq", 60, 2*time.Hour, "", false),    // effective 60, older
+		mk("other-cq", "team", "lq3", 1000, time.Hour, "", false),
+		foreign,
+	)
+	if err := setManagedFields(f.ot, foreign, []metav1.ManagedFieldsEntry{mf("kubectl-annotate", metav1.ManagedFieldsOperationUpdate, "", boostFields)}); err != nil {
+		t.Fatal(err)
+	}
+	var unindexed []string
+	c := interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			if lo.FieldSelector == nil {
+				unindexed = append(unindexed, fmt.Sprintf("%T", list))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	w := &workloads{c: c, maxNudges: 2}
+	res, err := w.wakeWaiting(context.Background(), "cq", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"team/old-high", "other/new-high"}; !slices.Equal(res.Nudged, want) {
+		t.Errorf("nudged %v, want %v", res.Nudged, want)
+	}
+	wantSkipped := []string{"team/foreign: annotation owned by kubectl-annotate", "team/old-low: nudge limit reached"}
+	if !slices.Equal(res.Skipped, wantSkipped) {
+		t.Errorf("skipped %v, want %v", res.Skipped, wantSkipped)
+	}
+	if len(unindexed) > 0 {
+		t.Errorf("lists without an index: %v", unindexed)
+	}
 }
