@@ -25,9 +25,10 @@ import (
 // decision (mode enforce, boost 2000000000, Deactivate, revision bumped)
 // while the planner runs in advise mode, then touches the TrainJob so that
 // the planner reconciles it with no forecast due. The planner reads the
-// forged state back (the revision says another writer wrote it), conforms it to the
-// current policy and writes nothing to the Workload: in advise mode it never
-// owns the annotation, so managedFields shows any write it ever made.
+// forged state back (the revision says another writer wrote it), conforms
+// it to the current policy and writes nothing to the Workload: in advise
+// mode it never owns the annotation, so managedFields shows any write it
+// ever made.
 func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
