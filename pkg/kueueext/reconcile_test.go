@@ -675,6 +675,7 @@ func TestReconcileForgedDecision(t *testing.T) {
 			}
 			pf.Status.Decision.Raw = raw
 			pf.Status.Mode = string(preempt.ModeEnforce)
+			pf.Status.AdvisedBoost = d.AdvisedBoost
 			pf.Status.Revision++
 			if err := f.c.Status().Update(context.Background(), pf); err != nil {
 				t.Fatal(err)
@@ -705,8 +706,8 @@ func TestReconcileForgedDecision(t *testing.T) {
 			if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
 				t.Fatal(err)
 			}
-			if stored.Mode != mode || stored.AdvisedBoost > p.Boosts.Max {
-				t.Errorf("stored decision kept the forgery: mode %s advised %d", stored.Mode, stored.AdvisedBoost)
+			if stored.Mode != mode || stored.AdvisedBoost > p.Boosts.Max || st.AdvisedBoost != stored.AdvisedBoost {
+				t.Errorf("stored decision kept the forgery: mode %s advised %d (status %d)", stored.Mode, stored.AdvisedBoost, st.AdvisedBoost)
 			}
 			t.Logf("mode %s: annotation %q (set %v), status boost %d", mode, v, set, st.Boost)
 		})

@@ -245,6 +245,9 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	// The stored decision may have been edited by anyone who can write the
 	// status: it counts only as far as the current policy allows.
 	st.decision = preempt.Conform(st.decision, facts, r.cfg.Policy, nowSec)
+	if !st.decision.IsZero() {
+		st.work.AdvisedBoost = st.decision.AdvisedBoost
+	}
 
 	// 4. Forecast and decide when the rate limit allows.
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)

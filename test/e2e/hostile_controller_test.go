@@ -68,7 +68,7 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 			return false, err
 		}
 		pf.Status.Decision.Raw = raw
-		pf.Status.Mode = string(preempt.ModeEnforce)
+		pf.Status.Mode, pf.Status.AdvisedBoost = string(preempt.ModeEnforce), forgedBoost
 		// "Just forecast": no new forecast is due to replace the forgery.
 		if pf.Status.Forecast != nil {
 			pf.Status.Forecast.Time = metav1.Now()
@@ -105,8 +105,9 @@ func TestPlannerForgedDecisionWritesNothing(t *testing.T) {
 		t.Errorf("stored decision after the forgery: mode %s boost %d advised %d action %s; want advise, 0, within [%d, %d], None",
 			d.Mode, d.Boost, d.AdvisedBoost, d.Action, p.Boosts.Min, p.Boosts.Max)
 	}
-	if pf.Status.Mode != string(preempt.ModeAdvise) || pf.Status.Boost != 0 {
-		t.Errorf("status mode %q boost %d, want advise and 0", pf.Status.Mode, pf.Status.Boost)
+	if pf.Status.Mode != string(preempt.ModeAdvise) || pf.Status.Boost != 0 || pf.Status.AdvisedBoost != d.AdvisedBoost {
+		t.Errorf("status mode %q boost %d advised %d, want advise, 0 and the decision's %d",
+			pf.Status.Mode, pf.Status.Boost, pf.Status.AdvisedBoost, d.AdvisedBoost)
 	}
 	if err := env.HoldsFor(ctx, wlA, 2*time.Second, func() bool {
 		_, set := boostOf(wlA)
