@@ -28,8 +28,11 @@ vet:
 	$(GO) vet ./...
 	cd scheduler && $(GO) vet ./... && $(GO) vet -tags e2e ./...
 
-testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md).
+PROBES ?= 500
+
+testbins: ## Build kube-apiserver and etcd for the e2e suites from hack/testbin (cached; docs/testing.md), then repeat their version probes PROBES times.
 	bash hack/build-testbins.sh
+	bash hack/build-testbins.sh --probe-check $(PROBES)
 
 chromium: ## Install headless Chromium (Debian package) for the e2e browser test, when missing.
 	bash hack/install-chromium.sh
@@ -49,6 +52,9 @@ bench: ## Benchmarks, benchstat-friendly: make bench COUNT=10 > new.txt
 fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./simulator
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./pkg/preempt
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pkg/kueueext

@@ -126,7 +126,7 @@ func CapacityBacktest(in *Input, opt Options, o CapacityBacktestOptions) (*Capac
 	if !(o.Horizon > 0) || !(o.Every > 0) {
 		return nil, fmt.Errorf("capacity backtest: horizon %v and sampling interval %v must be positive", o.Horizon, o.Every)
 	}
-	if err := opt.validate(); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	inner, err := newPolicy(PolicyPlanner, &opt)

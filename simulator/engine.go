@@ -90,17 +90,18 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o *Options) validate() error {
+// Validate range-checks the options (limits: docs/limits.md).
+func (o *Options) Validate() error {
 	if err := o.Cadence.validate(); err != nil {
 		return err
 	}
 	switch {
-	case !(o.Checkpoint >= 0) || math.IsInf(o.Checkpoint, 0):
-		return fmt.Errorf("checkpoint interval %v must be a finite number >= 0", o.Checkpoint)
-	case o.ReportsPerRun < 1:
-		return fmt.Errorf("reportsPerRun %d must be at least 1", o.ReportsPerRun)
-	case !(o.ReportMin > 0) || o.ReportMax < o.ReportMin:
-		return fmt.Errorf("report interval bounds: need 0 < min %v <= max %v", o.ReportMin, o.ReportMax)
+	case checkSeconds("checkpoint interval", o.Checkpoint) != nil:
+		return checkSeconds("checkpoint interval", o.Checkpoint)
+	case o.ReportsPerRun < 1 || o.ReportsPerRun > maxReportsPerRun:
+		return fmt.Errorf("reportsPerRun %d must be in [1, %d]", o.ReportsPerRun, maxReportsPerRun)
+	case !(o.ReportMin >= minInterval) || !(o.ReportMax >= o.ReportMin) || o.ReportMax > MaxSeconds:
+		return fmt.Errorf("report interval bounds: need %d s <= min %v <= max %v <= %d s", minInterval, o.ReportMin, o.ReportMax, MaxSeconds)
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ type engine struct {
 
 // Run simulates one policy on in.
 func Run(in *Input, policyName string, opt Options) (*Result, error) {
-	if err := opt.validate(); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	pol, err := newPolicy(policyName, &opt)
@@ -164,6 +165,7 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 	}
 	e := &engine{opt: opt, in: in, cl: cl, pol: pol, polName: policyName}
 	e.q = make(eventQueue, 0, len(in.Jobs)+64)
+	work := 0.0
 	for i, j := range in.Jobs {
 		if j.ID != i {
 			return nil, fmt.Errorf("job %q: id %d, want its index %d", j.Name, j.ID, i)
@@ -185,18 +187,25 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 		}
 		e.jobs = append(e.jobs, s)
 		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
+		// Each limit alone allows a run of 10^6 ten-year jobs reporting
+		// every second: bound the work itself (reports and forecast ticks
+		// over each job's run, without the reruns evictions cause).
+		work += j.Duration/s.reportEvery + j.Duration/float64(opt.Cadence.Min)
+	}
+	if work > maxRunEvents {
+		return nil, fmt.Errorf("the jobs would send about %.3g reports and forecasts (at most %g): replay fewer jobs (--limit) or report and forecast less often (reports.min/max, cadence.min)", work, float64(maxRunEvents))
 	}
 	return e, nil
 }
 
 func (j *Job) validate() error {
 	switch {
-	case !(j.Duration > 0) || math.IsInf(j.Duration, 0):
-		return fmt.Errorf("job %q: duration %v must be positive", j.Name, j.Duration)
-	case j.GPUs < 1:
-		return fmt.Errorf("job %q: gpus %d must be at least 1", j.Name, j.GPUs)
-	case math.IsNaN(j.Arrival) || math.IsInf(j.Arrival, 0):
-		return fmt.Errorf("job %q: arrival %v is not finite", j.Name, j.Arrival)
+	case !(j.Duration > 0 && j.Duration <= MaxSeconds):
+		return fmt.Errorf("job %q: duration %v must be in (0, %d] seconds", j.Name, j.Duration, MaxSeconds)
+	case j.GPUs < 1 || j.GPUs > MaxGPUs:
+		return fmt.Errorf("job %q: gpus %d must be in [1, %d]", j.Name, j.GPUs, MaxGPUs)
+	case !(j.Arrival >= 0 && j.Arrival <= MaxSeconds):
+		return fmt.Errorf("job %q: arrival %v must be in [0, %d] seconds", j.Name, j.Arrival, MaxSeconds)
 	case j.Curve == nil || len(j.Curve.X) == 0:
 		return fmt.Errorf("job %q: no learning curve", j.Name)
 	case !(j.TotalSteps >= 1):

@@ -178,9 +178,9 @@ func DefaultCadence() Cadence {
 
 func (c Cadence) validate() error {
 	switch {
-	case c.First < 0 || c.Min <= 0 || c.Max < c.Min || c.Urgent < 0 || c.Oracle <= 0:
-		return fmt.Errorf("cadence: need first >= 0, 0 < min <= max, urgent >= 0, oracle > 0 (got first %v min %v max %v urgent %v oracle %v)",
-			c.First, c.Min, c.Max, c.Urgent, c.Oracle)
+	case !(c.First >= 0 && c.Min >= minInterval && c.Max >= c.Min && c.Max <= MaxSeconds && c.Urgent >= 0 && c.Oracle >= minInterval):
+		return fmt.Errorf("cadence: need first >= 0, %d s <= min <= max <= %d s, urgent >= 0, oracle >= %d s (got first %v min %v max %v urgent %v oracle %v)",
+			minInterval, MaxSeconds, minInterval, c.First, c.Min, c.Max, c.Urgent, c.Oracle)
 	case !(c.Growth >= 0) || math.IsInf(c.Growth, 0):
 		return fmt.Errorf("cadence.growth %g must be a finite number >= 0", c.Growth)
 	}

@@ -137,6 +137,9 @@ type Seconds float64
 func (s *Seconds) UnmarshalJSON(b []byte) error {
 	var f float64
 	if err := json.Unmarshal(b, &f); err == nil {
+		if err := checkSeconds("duration", f); err != nil {
+			return err
+		}
 		*s = Seconds(f)
 		return nil
 	}
@@ -168,9 +171,17 @@ func (s Seconds) String() string {
 }
 
 // ParseSeconds parses seconds ("3600"), a Go duration ("1h30m") or days
-// ("2d", "1.5d").
+// ("2d", "1.5d"), at most MaxSeconds.
 func ParseSeconds(str string) (float64, error) {
 	str = strings.TrimSpace(str)
+	v, err := parseSeconds(str)
+	if err != nil {
+		return 0, err
+	}
+	return v, checkSeconds(fmt.Sprintf("duration %q =", str), v)
+}
+
+func parseSeconds(str string) (float64, error) {
 	if v, err := strconv.ParseFloat(str, 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
 		return v, nil
 	}
@@ -240,6 +251,34 @@ func (s *Scenario) validate() error {
 	if sources != 1 {
 		return fmt.Errorf("scenario %q: give exactly one of jobs, trace, generate (got %d)", s.Name, sources)
 	}
+	if len(s.Jobs) > MaxJobs {
+		return fmt.Errorf("scenario: %d jobs: at most %d", len(s.Jobs), MaxJobs)
+	}
+	for i, j := range s.Jobs {
+		if err := checkGPUs(fmt.Sprintf("scenario: jobs[%d].gpus", i), j.GPUs, 1); err != nil {
+			return err
+		}
+		if !(j.TotalSteps >= 0 && j.TotalSteps <= maxTotalSteps) {
+			return fmt.Errorf("scenario: jobs[%d].totalSteps %g: must be in [0, %g]", i, j.TotalSteps, maxTotalSteps)
+		}
+		if !(j.PlateauAt >= 0) || math.IsInf(j.PlateauAt, 0) {
+			return fmt.Errorf("scenario: jobs[%d].plateauAt %g: must be a finite run fraction >= 0", i, j.PlateauAt)
+		}
+	}
+	capacity := 0
+	for i, q := range s.Queues {
+		if err := checkGPUs(fmt.Sprintf("scenario: queues[%d].gpus", i), q.GPUs, 0); err != nil {
+			return err
+		}
+		if q.BorrowingLimit != nil {
+			if err := checkGPUs(fmt.Sprintf("scenario: queues[%d].borrowingLimit", i), *q.BorrowingLimit, 0); err != nil {
+				return err
+			}
+		}
+		if capacity += q.GPUs; capacity > MaxGPUs {
+			return fmt.Errorf("scenario: the queues hold %d GPUs or more: at most %d", capacity, MaxGPUs)
+		}
+	}
 	total := 0.0
 	for i, p := range s.Priorities {
 		if !(p.Share >= 0) || math.IsInf(p.Share, 0) {
@@ -270,8 +309,14 @@ func (s *Scenario) validate() error {
 		if t.Format != FormatPhilly && t.Format != FormatAlibaba {
 			return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
 		}
-		if t.Limit < 0 || t.ClusterGPUs < 0 || t.TargetLoad < 0 || t.TargetLoad > 10 {
-			return fmt.Errorf("scenario: trace.limit, trace.clusterGPUs must be >= 0 and trace.targetLoad in [0,10]")
+		if t.Limit < 0 || t.Limit > MaxJobs {
+			return fmt.Errorf("scenario: trace.limit %d: must be in [0, %d]", t.Limit, MaxJobs)
+		}
+		if err := checkGPUs("scenario: trace.clusterGPUs", t.ClusterGPUs, 0); err != nil {
+			return err
+		}
+		if !(t.TargetLoad >= 0 && t.TargetLoad <= 10) {
+			return fmt.Errorf("scenario: trace.targetLoad %g: must be in [0, 10]", t.TargetLoad)
 		}
 	}
 	if len(s.Policy) > 0 {
@@ -284,8 +329,8 @@ func (s *Scenario) validate() error {
 
 func (g *Generator) validate() error {
 	switch {
-	case g.Jobs < 1 || g.Jobs > 10_000_000:
-		return fmt.Errorf("generate.jobs %d must be in [1, 1e7]", g.Jobs)
+	case g.Jobs < 1 || g.Jobs > MaxJobs:
+		return fmt.Errorf("generate.jobs %d must be in [1, %d]", g.Jobs, MaxJobs)
 	case !(g.Load > 0) || g.Load > 100:
 		return fmt.Errorf("generate.load %g must be in (0, 100]", g.Load)
 	case len(g.DurationQuantiles) < 2:
@@ -294,7 +339,7 @@ func (g *Generator) validate() error {
 		return fmt.Errorf("generate.gpus is empty")
 	}
 	for i, p := range g.DurationQuantiles {
-		if !(p[0] >= 0 && p[0] <= 1) || !(p[1] > 0) || math.IsInf(p[1], 0) {
+		if !(p[0] >= 0 && p[0] <= 1) || !(p[1] > 0 && p[1] <= MaxSeconds) {
 			return fmt.Errorf("generate.durationQuantiles[%d] = %v: want [quantile in 0..1, seconds > 0]", i, p)
 		}
 		if i > 0 && (p[0] <= g.DurationQuantiles[i-1][0] || p[1] < g.DurationQuantiles[i-1][1]) {
@@ -304,10 +349,15 @@ func (g *Generator) validate() error {
 	if q := g.DurationQuantiles; q[0][0] != 0 || q[len(q)-1][0] != 1 {
 		return fmt.Errorf("generate.durationQuantiles must start at quantile 0 and end at 1")
 	}
+	total := 0.0
 	for i, x := range g.GPUs {
-		if x.GPUs < 1 || !(x.Share >= 0) {
-			return fmt.Errorf("generate.gpus[%d]: gpus must be >= 1 and share >= 0", i)
+		if x.GPUs < 1 || x.GPUs > MaxGPUs || !(x.Share >= 0) || math.IsInf(x.Share, 0) {
+			return fmt.Errorf("generate.gpus[%d]: gpus must be in [1, %d] and share a finite number >= 0", i, MaxGPUs)
 		}
+		total += x.Share
+	}
+	if !(total > 0) {
+		return fmt.Errorf("generate.gpus: the shares add up to 0")
 	}
 	return nil
 }
@@ -390,12 +440,15 @@ func (s *Scenario) Options(base Options) (Options, error) {
 		o.Policy = p
 	}
 	o.Deactivate = o.Deactivate || s.Deactivate
-	return o, o.validate()
+	return o, o.Validate()
 }
 
 // Resolve builds the jobs and queues. Jobs are numbered in arrival order
 // (ties: source order).
 func (s *Scenario) Resolve() (*Input, error) {
+	if err := s.validate(); err != nil { // again: the command line may have changed it since parsing
+		return nil, err
+	}
 	in := &Input{Name: s.Name, Queues: append([]Queue(nil), s.Queues...)}
 	fam := DefaultFamilies()
 	if s.Families != nil {
@@ -558,15 +611,11 @@ func (s *Scenario) generate(in *Input) {
 
 func (s *Scenario) fromTrace(in *Input) error {
 	ts := s.Trace
-	tr, err := ReadTraceFile(ts.Path, ts.Format)
+	tr, err := ReadTraceFile(ts.Path, ts.Format, ts.Limit)
 	if err != nil {
 		return err
 	}
 	jobs := tr.Jobs
-	if ts.Limit > 0 && ts.Limit < len(jobs) {
-		jobs = jobs[:ts.Limit]
-		tr.Jobs = jobs
-	}
 	st := tr.Stats()
 	in.Source = fmt.Sprintf("trace %s (%s): %d jobs over %.0f h, %.0f GPU-hours, mean demand %.0f GPUs",
 		ts.Path, ts.Format, st.Jobs, st.SpanHours, st.GPUHours, st.MeanDemand)
@@ -580,10 +629,15 @@ func (s *Scenario) fromTrace(in *Input) error {
 			if load == 0 {
 				load = 0.85
 			}
-			capacity = int(math.Ceil(st.MeanDemand / load))
-			in.Notes = append(in.Notes, fmt.Sprintf("cluster: %d GPUs = mean demand %.1f GPUs / target load %.2f", capacity, st.MeanDemand, load))
+			// Clamped before the conversion: a trace spanning one second
+			// can claim more GPU-hours than an int holds.
+			capacity = int(math.Min(math.Ceil(st.MeanDemand/load), MaxGPUs))
+			in.Notes = append(in.Notes, fmt.Sprintf("cluster: %d GPUs = mean demand %.1f GPUs / target load %.2f (at most %d)", capacity, st.MeanDemand, load, MaxGPUs))
 		}
 		capacity = max(capacity, st.MaxGPUs, 1)
+		if err := checkGPUs("cluster GPUs", capacity, 1); err != nil {
+			return err
+		}
 		in.Queues = traceQueues(tr, capacity, ts.SingleQueue)
 	}
 	known := map[string]bool{}
@@ -626,6 +680,12 @@ func traceQueues(tr *Trace, capacity int, single bool) []Queue {
 		total += h
 	}
 	sort.Strings(names)
+	if !(total > 0) { // no GPU-hours (cannot come from ReadTrace): equal shares
+		total = float64(len(names))
+		for _, n := range names {
+			hours[n] = 1
+		}
+	}
 	type share struct {
 		name string
 		n    int

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bufio"
+	"container/heap"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -53,14 +54,14 @@ func (e *LineError) Error() string {
 }
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ReadTraceFile reads a trace of the given format.
-func ReadTraceFile(path, format string) (*Trace, error) {
+// ReadTraceFile reads a trace of the given format (limit as in ReadTrace).
+func ReadTraceFile(path, format string, limit int) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := ReadTrace(bufio.NewReaderSize(f, 1<<20), format)
+	t, err := ReadTrace(bufio.NewReaderSize(f, 1<<20), format, limit)
 	var le *LineError
 	if errors.As(err, &le) {
 		le.File = path
@@ -71,10 +72,20 @@ func ReadTraceFile(path, format string) (*Trace, error) {
 // ReadTrace reads a trace from r: format philly (the Pollux artifact's
 // philly.csv: timestamp,duration,num_gpus,gpu_time,cluster) or alibaba
 // (cluster-trace-gpu-v2023 openb_pod_list_*.csv). Malformed rows are
-// errors naming the line; usable-but-irrelevant rows (Alibaba pods without
-// GPUs or never scheduled) are skipped and counted.
-func ReadTrace(r io.Reader, format string) (*Trace, error) {
-	cr := csv.NewReader(r)
+// errors naming the line; usable-but-irrelevant rows (pods or jobs without
+// GPUs, never scheduled) are skipped and counted. Every number is checked
+// against MaxGPUs and MaxSeconds.
+//
+// limit > 0 keeps the limit earliest submissions (ties: file order) in a
+// bounded heap, so memory is O(limit) whatever the trace's size; traces
+// are not sorted (philly.csv has 44,879 rows earlier than the row before),
+// so the whole file is still scanned. limit 0 keeps every usable row, at
+// most MaxJobs.
+func ReadTrace(r io.Reader, format string, limit int) (*Trace, error) {
+	if limit < 0 || limit > MaxJobs {
+		return nil, fmt.Errorf("trace limit %d: must be in [0, %d]", limit, MaxJobs)
+	}
+	cr := csv.NewReader(&lineCapReader{r: r, max: MaxTraceLineBytes})
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -103,12 +114,7 @@ func ReadTrace(r io.Reader, format string) (*Trace, error) {
 			return nil, &LineError{Line: 1, Err: fmt.Errorf("%s header lacks column %q (have %s)", format, n, strings.Join(header, ","))}
 		}
 	}
-	var first float64 = math.Inf(1)
-	type raw struct {
-		TraceJob
-		abs float64
-	}
-	var rows []raw
+	var rows traceHeap
 	line := 1
 	for {
 		rec, err := cr.Read()
@@ -130,7 +136,7 @@ func ReadTrace(r io.Reader, format string) (*Trace, error) {
 			return nil, &LineError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), len(header))}
 		}
 		get := func(name string) string { return strings.TrimSpace(rec[cols[name]]) }
-		var row raw
+		var row traceRow
 		row.Line = line
 		var skip string
 		switch format {
@@ -146,8 +152,12 @@ func ReadTrace(r io.Reader, format string) (*Trace, error) {
 				row.Group = strings.TrimSpace(rec[c])
 			}
 			row.Name = fmt.Sprintf("philly-%d", line-1)
-			if err == nil && row.Duration <= 0 {
+			switch {
+			case err != nil:
+			case row.Duration <= 0:
 				skip = "zero duration"
+			case row.GPUs == 0:
+				skip = "no GPU"
 			}
 		case FormatAlibaba:
 			row.Name = get("name")
@@ -181,6 +191,9 @@ func ReadTrace(r io.Reader, format string) (*Trace, error) {
 				row.Duration = deleted - sched
 			}
 		}
+		if err == nil && skip == "" {
+			err = checkSeconds("duration", row.Duration)
+		}
 		if err != nil {
 			return nil, &LineError{Line: line, Err: err}
 		}
@@ -191,18 +204,92 @@ func ReadTrace(r io.Reader, format string) (*Trace, error) {
 			t.Skipped[skip]++
 			continue
 		}
-		first = math.Min(first, row.abs)
-		rows = append(rows, row)
+		switch {
+		case limit == 0 && len(rows) == MaxJobs:
+			return nil, &LineError{Line: line, Err: fmt.Errorf("more than %d usable jobs (the limit of one simulation): replay a part with --limit", MaxJobs)}
+		case limit == 0 || len(rows) < limit:
+			heap.Push(&rows, row)
+		case row.before(rows[0]):
+			rows[0] = row // rows[0] is the latest kept: replace it
+			heap.Fix(&rows, 0)
+		}
 	}
-	sort.SliceStable(rows, func(a, b int) bool { return rows[a].abs < rows[b].abs })
-	for _, r := range rows {
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("trace has no usable job (%d rows read%s)", line-1, skippedText(t.Skipped))
+	}
+	sort.Slice(rows, func(a, b int) bool { return rows[a].before(rows[b]) })
+	first := rows[0].abs
+	t.Jobs = make([]TraceJob, len(rows))
+	for i, r := range rows {
 		r.Arrival = r.abs - first
-		t.Jobs = append(t.Jobs, r.TraceJob)
-	}
-	if len(t.Jobs) == 0 {
-		return nil, fmt.Errorf("trace has no usable job (%d rows read)", line-1)
+		if err := checkSeconds("arrival (seconds after the first submission)", r.Arrival); err != nil {
+			return nil, &LineError{Line: r.Line, Err: err}
+		}
+		t.Jobs[i] = r.TraceJob
 	}
 	return t, nil
+}
+
+// skippedText is "; skipped: 2 no GPU, 1 zero duration" (reasons sorted).
+func skippedText(skipped map[string]int) string {
+	var parts []string
+	for reason, n := range skipped {
+		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return "; skipped: " + strings.Join(parts, ", ")
+}
+
+// traceRow is a trace job with its absolute submission time.
+type traceRow struct {
+	TraceJob
+	abs float64
+}
+
+// before orders rows by submission, ties by line.
+func (a traceRow) before(b traceRow) bool {
+	return a.abs < b.abs || (a.abs == b.abs && a.Line < b.Line)
+}
+
+// traceHeap is a max-heap on submission order: its root is the latest
+// row kept, the one a smaller row replaces under a limit.
+type traceHeap []traceRow
+
+func (h traceHeap) Len() int           { return len(h) }
+func (h traceHeap) Less(a, b int) bool { return h[b].before(h[a]) }
+func (h traceHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *traceHeap) Push(x any)        { *h = append(*h, x.(traceRow)) }
+func (h *traceHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// lineCapReader fails a read once a line exceeds max bytes: encoding/csv
+// buffers a whole record, so one endless line would otherwise be read
+// into memory.
+type lineCapReader struct {
+	r   io.Reader
+	max int
+	run int // bytes since the last newline
+}
+
+func (l *lineCapReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for i, c := range p[:n] {
+		if c == '\n' {
+			l.run = 0
+			continue
+		}
+		if l.run++; l.run > l.max {
+			return i, fmt.Errorf("a line longer than %d bytes", l.max)
+		}
+	}
+	return n, err
 }
 
 func parsePhillyTime(s string) (float64, error) {
@@ -231,12 +318,12 @@ func parseGPUs(name, s string) (int, error) {
 		if ferr != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
 			return 0, fmt.Errorf("%s %q: not a whole number", name, s)
 		}
+		if !(f >= 0 && f <= MaxGPUs) { // before the conversion: 1e300 has no int
+			return 0, fmt.Errorf("%s %v: must be in [0, %d]", name, f, MaxGPUs)
+		}
 		v = int(f)
 	}
-	if v < 0 || v > 1<<20 {
-		return 0, fmt.Errorf("%s %d: out of range", name, v)
-	}
-	return v, nil
+	return v, checkGPUs(name, v, 0)
 }
 
 // Stats summarize a trace (for reports and the embedded scenario's

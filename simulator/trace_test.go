@@ -14,7 +14,7 @@ const phillyCSV = `timestamp,duration,num_gpus,gpu_time,cluster
 `
 
 func TestReadPhilly(t *testing.T) {
-	tr, err := ReadTrace(strings.NewReader(phillyCSV), FormatPhilly)
+	tr, err := ReadTrace(strings.NewReader(phillyCSV), FormatPhilly, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestReadTraceErrorsNameTheLine(t *testing.T) {
 		{"unknown format", "slurm", "a\n1\n", "trace format \"slurm\""},
 	}
 	for _, c := range cases {
-		_, err := ReadTrace(strings.NewReader(c.csv), c.format)
+		_, err := ReadTrace(strings.NewReader(c.csv), c.format, 0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
 		}
@@ -70,7 +70,7 @@ func TestReadAlibaba(t *testing.T) {
 		"openb-pod-0001,6000,12288,0,0,,BE,Running,200,900,250\n" + // no GPU
 		"openb-pod-0002,6000,12288,2,1000,,BE,Pending,300,900,\n" + // never scheduled
 		"openb-pod-0003,6000,12288,8,1000,V100,BE,Succeeded,50,1050,60\n"
-	tr, err := ReadTrace(strings.NewReader(csv), FormatAlibaba)
+	tr, err := ReadTrace(strings.NewReader(csv), FormatAlibaba, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ func newBacktestCmd() *cobra.Command {
 		output  string
 		perJob  bool
 		workers int
+		lodo    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "backtest [PATH...]",
@@ -39,6 +40,9 @@ used.`,
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
+			if workers < 0 || workers > backtest.MaxWorkers() {
+				return usageErrorf("--workers %d: must be in [0, %d] (4 × GOMAXPROCS; 0 = GOMAXPROCS)", workers, backtest.MaxWorkers())
+			}
 			if output != "table" && output != "json" {
 				return usageErrorf("--output %q: want table or json", output)
 			}
@@ -58,6 +62,9 @@ used.`,
 			}
 			start := time.Now()
 			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output == "json"}
+			if lodo {
+				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output, len(inputs), start)
+			}
 			r := backtest.Run(inputs, opt)
 			r.Source, r.Paths = source, args
 			elapsed := time.Since(start)
@@ -79,7 +86,24 @@ used.`,
 	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	f.BoolVar(&perJob, "per-job", true, "json: include the per-file results with their forecasts")
 	f.IntVar(&workers, "workers", 0, "files scored in parallel (0 = GOMAXPROCS)")
+	f.BoolVar(&lodo, "leave-one-dataset-out", false, "re-choose the tuned constants for each dataset on the other datasets and report its figures under that choice next to the defaults' (docs/backtest.md 7.2); runs the backtest once per grid point")
 	return cmd
+}
+
+// writeLODO prints the leave-one-dataset-out report.
+func writeLODO(cmd *cobra.Command, l *backtest.LODOReport, cuts []float64, output string, files int, start time.Time) error {
+	out := cmd.OutOrStdout()
+	var err error
+	if output == "json" {
+		err = l.WriteJSON(out)
+	} else {
+		err = l.WriteTable(out, cuts)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "backtest: %d files left out by dataset in %.1fs\n", files, time.Since(start).Seconds())
+	return nil
 }
 
 // parseCutoffs parses "0.25,0.5,0.75"; every cutoff must lie in (0, 1].

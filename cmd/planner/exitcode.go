@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes of the planner binary (main maps returned errors to them with
@@ -37,4 +39,29 @@ func exitCode(err error) int {
 		return e.code
 	}
 	return exitFailure
+}
+
+// usageErrors makes cobra's own command-line errors, in c and every
+// subcommand, usage errors: flag parsing (unknown flag, bad value) and
+// argument validation (cobra.NoArgs, cobra.ExactArgs). Subcommands inherit
+// the root's flag error function.
+func usageErrors(c *cobra.Command) {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	var wrap func(*cobra.Command)
+	wrap = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			wrap(sub)
+		}
+	}
+	wrap(c)
 }

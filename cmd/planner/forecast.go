@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,12 +17,11 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/report"
 )
-
-// cutEps is the tolerance of "t <= at" (the same as the backtest's).
-const cutEps = 1e-9
 
 type forecastFlags struct {
 	at         float64
@@ -77,9 +76,6 @@ error (including --trainjob, which needs the controller).`,
 	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME from its ProgressForecast history (written by planner run)")
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "with --trainjob: kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
 	f.StringVar(&fl.context, "context", "", "with --trainjob: kubeconfig context to use")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
-	})
 	return cmd
 }
 
@@ -126,27 +122,18 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	if atSet && fracSet {
 		return usageErrorf("--at and --at-fraction cannot be used together")
 	}
-	if atSet && !(fl.at >= 0 && !math.IsInf(fl.at, 0)) {
-		return usageErrorf("--at %v: want seconds >= 0", fl.at)
+	if atSet && !(fl.at >= 0 && fl.at <= maxRunSeconds) {
+		return usageErrorf("--at %v: want seconds in [0, %d] (ten years)", fl.at, maxRunSeconds)
 	}
 	if fracSet && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
 		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
 	}
 
-	hf, err := readHistory(args[0], cmd.InOrStdin())
+	c, err := loadHistory(args[0], cmd.InOrStdin(), cutSpec{at: fl.at, frac: fl.atFraction, atSet: atSet, fracSet: fracSet})
 	if err != nil {
 		return err
 	}
-	var cut forecastCut
-	switch {
-	case atSet:
-		cut = forecastCut{At: fl.at, Basis: "at"}
-	case fracSet:
-		cut = fractionCut(hf, fl.atFraction)
-	default:
-		cut = forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
-	}
-	out, err := buildForecastOutput(hf, cut, objFlag)
+	out, err := buildForecastOutput(c, objFlag)
 	if err != nil {
 		return err
 	}
@@ -163,59 +150,16 @@ func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
 	case "yaml":
 		err = writeForecastYAML(w, out)
 	default:
-		writeForecastTable(w, out)
+		// Names, metrics and reasons quoting them are tenant text: the
+		// terminal must show them, not obey them (textsafe).
+		var b strings.Builder
+		writeForecastTable(&b, out)
+		_, err = w.WriteString(textsafe.Text(b.String()))
 	}
 	if err != nil {
 		return err
 	}
 	return w.Flush()
-}
-
-// readHistory reads a history file, or r for "-". Errors name the file (or
-// "stdin") and the line; a file without reports is an error too.
-func readHistory(path string, stdin io.Reader) (*forecast.HistoryFile, error) {
-	name := path
-	var r io.Reader
-	if path == "-" {
-		name, r = "stdin", stdin
-	} else {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer fh.Close()
-		r = fh
-	}
-	hf, err := forecast.ReadHistoryFile(r)
-	if err != nil {
-		var le *forecast.LineError
-		if !errors.As(err, &le) {
-			// Only "no header line at all" comes back without a line: the
-			// header belongs on line 1.
-			err = &forecast.LineError{Line: 1, Err: err}
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(hf.Reports) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, &forecast.LineError{Line: 2, Err: errors.New("no status reports after the header")})
-	}
-	return hf, nil
-}
-
-// forecastCut is the instant the forecast is made for.
-type forecastCut struct {
-	At float64
-	// Basis: "last-report" (default), "at" (--at), "fraction-of-end"
-	// (--at-fraction × outcome.endSeconds) or "fraction-of-last-report"
-	// (--at-fraction × the last report's t, when there is no outcome).
-	Basis string
-}
-
-func fractionCut(hf *forecast.HistoryFile, frac float64) forecastCut {
-	if o := hf.Header.Outcome; o != nil && o.EndSeconds > 0 && !math.IsInf(o.EndSeconds, 0) {
-		return forecastCut{At: frac * o.EndSeconds, Basis: "fraction-of-end"}
-	}
-	return forecastCut{At: frac * hf.Reports[len(hf.Reports)-1].T, Basis: "fraction-of-last-report"}
 }
 
 // forecastOutput is the JSON/YAML object printed by planner forecast
@@ -256,36 +200,43 @@ type assumedFacts struct {
 const assumedFactsNote = "assumed from the history file, not observed on a cluster: gpus from runInfo.gpus (else 0), " +
 	"admittedAt = the first report's t, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision"
 
-// buildForecastOutput forecasts hf as of cut.At from the reports with
-// t <= cut.At only, and decides under the default policy. objFlag, when not
-// nil, overrides the objective. It is pure: nothing after the cut can
-// change its result.
-func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+// buildForecastOutput forecasts a history as of its cut from the reports
+// with t <= cut.At only, and decides under the default policy. objFlag,
+// when not nil, overrides the objective. It is pure: nothing after the cut
+// can change its result.
+func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+	hd, cut, h, read := &c.Header, c.Cut, c.H, c.Read
 	now := cut.At
-	h, read := cutHistory(hf, now)
 
+	if h.Len() == 0 && read > 0 {
+		// Say why, not the downstream symptom ("no objective").
+		return nil, fmt.Errorf("%s: all %d reports up to t=%gs rejected: %s", hd.Name, read, now, rejectionSummary(h))
+	}
 	var obj forecast.Objective
 	src := ""
 	if objFlag != nil {
 		obj, src = *objFlag, "flag"
-	} else if o, ok := hf.Header.ObjectiveSpec(); ok {
+	} else if o, ok := hd.ObjectiveSpec(); ok {
 		obj, src = o, "header"
 	} else if o, ok := forecast.DefaultObjective(h); ok {
 		obj, src = o, "default"
 	} else {
 		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
-			"pass --objective METRIC[,minimize|maximize][,target=X]", hf.Header.Name, now)
+			"pass --objective METRIC[,minimize|maximize][,target=X]", hd.Name, now)
 	}
 
 	fc := forecast.Fit(h, obj, now, forecast.DefaultSettings())
 
 	facts := preempt.Facts{}
 	gpusFrom := "unknown"
-	if g, ok := hf.Header.RunInfoFloat("gpus"); ok && string(hf.Header.RunInfo["gpus"]) != "null" && g >= 0 && g < 1e9 {
+	if g, ok := hd.RunInfoFloat("gpus"); ok {
+		if !(g >= 0 && g <= report.MaxGPUs) { // before the conversion to int
+			return nil, fmt.Errorf("%s: header: runInfo.gpus %v: must be in [0, %d]", hd.Name, g, report.MaxGPUs)
+		}
 		facts.GPUs, gpusFrom = int(math.Round(g)), "runInfo.gpus"
 	}
 	if read > 0 {
-		first := hf.Reports[0].T
+		first := c.First
 		facts.AdmittedAt = &first
 	}
 	d := preempt.Decide(fc, facts, preempt.Decision{}, preempt.DefaultPolicy())
@@ -295,7 +246,7 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 		rej[string(k)] = v
 	}
 	return &forecastOutput{
-		Name:         hf.Header.Name,
+		Name:         hd.Name,
 		At:           now,
 		AtBasis:      cut.Basis,
 		ReportsRead:  read,
@@ -307,19 +258,29 @@ func buildForecastOutput(hf *forecast.HistoryFile, cut forecastCut, objFlag *for
 	}, nil
 }
 
-// cutHistory feeds hf's reports with t <= now into a new history (default
-// limits) and returns it with the number of report lines read.
-func cutHistory(hf *forecast.HistoryFile, now float64) (*forecast.History, int) {
-	h := forecast.NewHistory(forecast.DefaultLimits())
-	read := 0
-	for _, r := range hf.Reports {
-		if r.T > now+cutEps {
-			break // reports are in time order (ReadHistoryFile checks it)
-		}
-		h.Observe(r.T, r.TrainerStatus)
-		read++
+// rejectionSummary is "progress-range 20 (e.g. progressPercentage 150),
+// ...": each reason with its count, most frequent first, and the latest
+// value refused for it.
+func rejectionSummary(h *forecast.History) string {
+	counts := h.Rejections()
+	example := map[forecast.RejectReason]forecast.Rejection{}
+	for _, r := range h.RecentRejections() {
+		example[r.Reason] = r
 	}
-	return h, read
+	reasons := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(reasons, func(a, b forecast.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
+	var parts []string
+	for _, r := range reasons {
+		part := fmt.Sprintf("%s %d", r, counts[r])
+		if e, ok := example[r]; ok {
+			part += " (e.g. " + strings.TrimSpace(e.Field+" "+e.Detail) + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "no reason recorded"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writeForecastJSON(w io.Writer, out *forecastOutput) error {
@@ -354,14 +315,14 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 
 	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		out.Name, fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+		textsafe.Line(out.Name), fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
 
 	obj := out.Objective
 	target := "no target"
 	if obj.Target != nil {
 		target = "target " + fmtNum(*obj.Target)
 	}
-	line("Objective", "%s, %s, %s (from the %s)", obj.Metric, obj.Direction, target, map[string]string{
+	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
 
 	// Progress and pace.
@@ -433,6 +394,9 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 		}
 	} else {
 		pl += ", not plateaued"
+	}
+	if f.PlateauReason != "" {
+		pl += ": " + f.PlateauReason
 	}
 	line("Plateau", "%s", pl)
 	if f.Diverging {

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -18,6 +20,15 @@ func newRootCmd() *cobra.Command {
 		Short:         "Forecast ML training-job convergence from Kubeflow Trainer progress reports",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// With Args set, cobra hands an unknown subcommand to this RunE
+		// instead of its own (exit 1) error.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
 	}
 	root.AddCommand(
 		newVersionCmd(),
@@ -29,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newReportCmd(),
 		newExplainCmd(),
 	)
+	usageErrors(root)
 	return root
 }
 
@@ -49,7 +61,9 @@ func main() {
 		pluginMode(root)
 	}
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "planner:", err)
+		// Errors quote inputs (names, values, lines): escaped like any
+		// tenant text on a terminal.
+		fmt.Fprintln(os.Stderr, "planner:", textsafe.Line(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,8 +61,11 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	if fl.trainJob == "" || !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 		return usageErrorf("--trainjob %q: want NAMESPACE/NAME", fl.trainJob)
 	}
-	if fl.speed < 0 {
-		return usageErrorf("--speed %g: want a number >= 0", fl.speed)
+	if !(fl.speed >= 0) || math.IsInf(fl.speed, 0) {
+		return usageErrorf("--speed %g: want a finite number >= 0", fl.speed)
+	}
+	if !(fl.from >= 0 && fl.from <= maxRunSeconds) {
+		return usageErrorf("--from %g: want seconds in [0, %d] (ten years)", fl.from, maxRunSeconds)
 	}
 	if fl.limit < 0 {
 		return usageErrorf("--limit %d: want a number >= 0", fl.limit)

@@ -74,8 +74,8 @@ func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--admit-sizes %q: want positive integers separated by commas", s)
+		if err != nil || n < 1 || n > report.MaxGPUs {
+			return nil, fmt.Errorf("--admit-sizes %q: want integers in [1, %d] separated by commas", s, report.MaxGPUs)
 		}
 		out = append(out, n)
 	}
@@ -136,24 +136,23 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 	if cmd.Flags().Changed("at-fraction") && !(fl.atFraction >= 0 && fl.atFraction <= 1) {
 		return report.Input{}, usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
 	}
+	if fl.quota < 0 || fl.quota > report.MaxGPUs {
+		return report.Input{}, usageErrorf("--quota %d: must be in [0, %d] (0: the jobs' GPUs summed)", fl.quota, report.MaxGPUs)
+	}
 	in := report.Input{Source: "history files", GeneratedAt: time.Now(), Interval: forecast.DefaultSettings().Interval}
 	total := 0
 	for _, p := range paths {
-		hf, err := readHistory(p, cmd.InOrStdin())
+		c, err := loadHistory(p, cmd.InOrStdin(), cutSpec{frac: fl.atFraction, fracSet: cmd.Flags().Changed("at-fraction")})
 		if err != nil {
 			return report.Input{}, err
 		}
-		cut := forecastCut{At: hf.Reports[len(hf.Reports)-1].T, Basis: "last-report"}
-		if cmd.Flags().Changed("at-fraction") {
-			cut = fractionCut(hf, fl.atFraction)
-		}
-		out, err := buildForecastOutput(hf, cut, objFlag)
+		out, err := buildForecastOutput(c, objFlag)
 		if err != nil {
 			return report.Input{}, err
 		}
-		h, _ := cutHistory(hf, cut.At)
+		h := c.H
 		fc, d := out.Forecast, out.Decision
-		name := hf.Header.Name
+		name := c.Header.Name
 		if name == "" {
 			name = p
 		}

@@ -94,6 +94,12 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			} else if flags.Changed("trace-format") {
 				return usageErrorf("--trace-format needs --trace")
 			}
+			if limit < 0 || limit > simulator.MaxJobs {
+				return usageErrorf("--limit %d: must be in [0, %d]", limit, simulator.MaxJobs)
+			}
+			if clusterGPUs < 0 || clusterGPUs > simulator.MaxGPUs {
+				return usageErrorf("--cluster-gpus %d: must be in [0, %d]", clusterGPUs, simulator.MaxGPUs)
+			}
 			if sc.Trace != nil {
 				if flags.Changed("limit") {
 					sc.Trace.Limit = limit
@@ -106,9 +112,6 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				}
 			} else if flags.Changed("limit") || flags.Changed("cluster-gpus") || singleQueue {
 				return usageErrorf("--limit, --cluster-gpus and --single-queue apply to --trace")
-			}
-			if limit < 0 || clusterGPUs < 0 {
-				return usageErrorf("--limit and --cluster-gpus must not be negative")
 			}
 			if curvesDir != "" {
 				sc.Curves = &simulator.CurveSource{Dir: curvesDir}
@@ -150,12 +153,12 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				opt.Cadence.Growth = cadenceGrowth
 			}
 			if flags.Changed("reports-per-run") {
-				if reportsPerRun < 1 {
-					return usageErrorf("--reports-per-run %d: must be at least 1", reportsPerRun)
-				}
-				opt.ReportsPerRun = reportsPerRun
+				opt.ReportsPerRun = reportsPerRun // range-checked with the other options below
 			}
 			opt.RecordEvents = eventsFile != ""
+			if err := opt.Validate(); err != nil {
+				return usageErrorf("%v", err)
+			}
 			in, err := sc.Resolve()
 			if err != nil {
 				return err
@@ -228,7 +231,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.BoolVar(&deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
 	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
 	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
-	fl.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
+	fl.IntVar(&limit, "limit", 0, "replay only the N earliest submissions of the trace (memory O(N); the file is still scanned)")
 	fl.IntVar(&clusterGPUs, "cluster-gpus", 0, "trace: cluster capacity (default: the trace's mean demand / 0.85)")
 	fl.BoolVar(&singleQueue, "single-queue", false, "trace: one ClusterQueue instead of one per trace group (Philly virtual cluster, Alibaba QoS)")
 	fl.StringVar(&priorities, "priorities", "", "priority mix VALUE:SHARE,... (e.g. 0:0.8,1000:0.2; default: the scenario's, all 0 for traces)")

@@ -175,7 +175,7 @@ func aggregate(r *Report, jobs []Job) {
 	for _, g := range groups(tttKeys) {
 		for _, cut := range r.Cutoffs {
 			grp := TTTGroup{Benchmark: g, Cutoff: cut}
-			var pl, ln []float64
+			var pl, ln, ppl, pln []float64
 			for _, x := range rows {
 				t := x.cut.TimeToTarget
 				if t == nil || x.cut.Cutoff != cut || !in(g, x.job.bench()) {
@@ -195,11 +195,15 @@ func aggregate(r *Report, jobs []Job) {
 						grp.LinearNever++
 					}
 				}
+				if t.PlannerAPE != nil && t.LinearAPE != nil {
+					ppl, pln = append(ppl, *t.PlannerAPE), append(pln, *t.LinearAPE)
+				}
 			}
 			if grp.N == 0 {
 				continue
 			}
 			grp.Planner, grp.Linear = statOf(pl), statOf(ln)
+			grp.Paired = PairedStat{Planner: statOf(ppl), Linear: statOf(pln)}
 			r.TimeToTarget = append(r.TimeToTarget, grp)
 		}
 	}
@@ -258,6 +262,12 @@ func aggregate(r *Report, jobs []Job) {
 		}
 		r.CleanAlarms = append(r.CleanAlarms, grp)
 	}
+
+	r.PrematurePlateau = prematurePlateau(r.Cutoffs, dsKeys, func(yield func(dataset string, c CutResult)) {
+		for _, x := range rows {
+			yield(x.job.Dataset, x.cut)
+		}
+	})
 
 	inc := &r.Incidents
 	inc.Hang.Rows, inc.Divergence.Rows = []IncidentResult{}, []IncidentResult{}
@@ -337,4 +347,40 @@ func aggregate(r *Report, jobs []Job) {
 	inc.PreemptResume.Planner = statOf(prPl)
 	inc.PreemptResume.Reported = statOf(prRep)
 	inc.PreemptResume.Linear = statOf(prLin)
+}
+
+// prematureGain is the improvement, as a share of the objective's own
+// value, still to come after a cut: a Plateaued call with at least this
+// much ahead is premature (docs/backtest.md 3.7).
+const prematureGain = 0.02
+
+// prematurePlateau groups the cutoff forecasts by dataset and cutoff and
+// counts those flagged Plateaued while the objective still improved by
+// prematureGain of its own value by the end of the run (the best at the cut
+// against the true final value, as shared/eval/check_backtest.py does).
+func prematurePlateau(cutoffs []float64, dsKeys []string, each func(func(string, CutResult))) []PrematureGroup {
+	out := []PrematureGroup{}
+	for _, g := range groups(dsKeys) {
+		for _, cut := range cutoffs {
+			grp := PrematureGroup{Dataset: g, Cutoff: cut}
+			each(func(ds string, c CutResult) {
+				if !in(g, ds) || c.Cutoff != cut || c.GainAhead == nil {
+					return
+				}
+				grp.Forecasts++
+				if !c.Plateaued {
+					return
+				}
+				grp.Plateaued++
+				if *c.GainAhead >= prematureGain {
+					grp.Premature++
+				}
+			})
+			if grp.Forecasts > 0 {
+				grp.Share = fptr(float64(grp.Premature) / float64(grp.Forecasts))
+				out = append(out, grp)
+			}
+		}
+	}
+	return out
 }

@@ -9,8 +9,8 @@
 package backtest
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -78,9 +78,69 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 	out := make([]Input, len(files))
 	for i, fp := range files {
 		fp := fp
-		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) { return forecast.ReadHistoryPath(fp) }}
+		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) {
+			return load(func() (io.ReadCloser, error) { return os.Open(fp) }, fp)
+		}}
 	}
 	return out, nil
+}
+
+// load reads one history file (readBounded); errors name it.
+func load(open func() (io.ReadCloser, error), name string) (*forecast.HistoryFile, error) {
+	r, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	hf, err := readBounded(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return hf, nil
+}
+
+// MaxReports and MaxFileBytes bound one history file the backtest scores.
+// Scoring replays a file's cutoffs and baselines over all its reports, so
+// it holds the whole file (unlike forecast and report, which stream into
+// the bounded History); with at most MaxWorkers files at a time this
+// bounds its memory (docs/limits.md). The largest corpus file has ~7,000
+// reports and 1.8 MB.
+const (
+	MaxReports   = 50_000
+	MaxFileBytes = 16 << 20
+)
+
+// readBounded reads a history file, refusing one of more than MaxReports
+// reports or MaxFileBytes bytes as soon as it has read that much.
+func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
+	bc := &byteCap{r: r, left: MaxFileBytes}
+	hf, err := forecast.ReadHistoryFileMax(bc, MaxReports)
+	if err != nil && bc.left <= 0 {
+		// The cut may fall inside a line: say why it was cut, not that the
+		// line's JSON ends early.
+		return nil, errTooBig
+	}
+	return hf, err
+}
+
+var errTooBig = fmt.Errorf("more than %d MiB: the backtest holds a whole file, at most %d MiB", MaxFileBytes>>20, MaxFileBytes>>20)
+
+// byteCap fails a read past left bytes.
+type byteCap struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *byteCap) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooBig
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // FilesFromFS lists the *.jsonl files under root in fsys (e.g. the
@@ -104,19 +164,16 @@ func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
 	for i, p := range files {
 		p := p
 		out[i] = Input{Name: p, Load: func() (*forecast.HistoryFile, error) {
-			b, err := fs.ReadFile(fsys, p)
-			if err != nil {
-				return nil, err
-			}
-			f, err := forecast.ReadHistoryFile(bytes.NewReader(b))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path.Base(p), err)
-			}
-			return f, nil
+			return load(func() (io.ReadCloser, error) { return fsys.Open(p) }, path.Base(p))
 		}}
 	}
 	return out, nil
 }
+
+// MaxWorkers caps Options.Workers: scoring is CPU-bound, so more workers
+// than a small multiple of the cores only add memory (each holds a file's
+// reports and its forecasts).
+func MaxWorkers() int { return 4 * runtime.GOMAXPROCS(0) }
 
 // Run scores every input and aggregates the results. Files are processed
 // in parallel (Options.Workers); the report's order is the input order, so
@@ -128,6 +185,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
+	opt.Workers = min(opt.Workers, MaxWorkers(), max(len(inputs), 1))
 	if opt.Engine == nil {
 		opt.Engine = ForecastEngine{}
 	}

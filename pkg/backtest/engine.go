@@ -28,18 +28,25 @@ type Replay interface {
 // better) and returns its value at xEnd; ok=false when the fit fails.
 type CurveFitter func(x, z []float64, xEnd float64) (float64, bool)
 
-// ForecastEngine runs the planner: forecast.Fit with DefaultSettings on a
-// history with DefaultLimits.
-type ForecastEngine struct{}
+// ForecastEngine runs the planner: forecast.Fit with DefaultSettings (or
+// Settings, when set: the leave-one-dataset-out grid) on a history with
+// DefaultLimits.
+type ForecastEngine struct {
+	Settings *forecast.Settings
+}
 
 // NewRun implements Engine.
-func (ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
+func (e ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
 	l := forecast.DefaultLimits()
 	if ok {
 		// The controller does the same with a job's declared objective.
 		l.KeepMetrics = []string{obj.Metric}
 	}
-	return &forecastRun{h: forecast.NewHistory(l), obj: obj, hasObj: ok, s: forecast.DefaultSettings()}
+	s := forecast.DefaultSettings()
+	if e.Settings != nil {
+		s = *e.Settings
+	}
+	return &forecastRun{h: forecast.NewHistory(l), obj: obj, hasObj: ok, s: s}
 }
 
 type forecastRun struct {

@@ -267,7 +267,12 @@ func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
 		c := rq.now
 		fc := st.at(c)
 		sn := seen(reps, c)
-		cr := CutResult{Cutoff: e.cutoffs[rq.cut], Now: c, Hung: fc.Hung, Diverging: fc.Diverging, Forecast: e.raw(fc)}
+		cr := CutResult{Cutoff: e.cutoffs[rq.cut], Now: c, Hung: fc.Hung, Diverging: fc.Diverging, Plateaued: fc.Plateaued, Forecast: e.raw(fc)}
+		if fc.Best != nil && *fc.Best != 0 && finalOK && !math.IsNaN(finalY) {
+			// The gain still to come, as a share of the objective's own value
+			// (docs/backtest.md 3.7).
+			cr.GainAhead = fptr(sign * (*fc.Best - finalY) / math.Abs(*fc.Best))
+		}
 
 		// 1. ETA (runs with a fixed total that ended).
 		if hasTotal && ended && T-c > 0 {

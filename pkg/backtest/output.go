@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // WriteJSON writes the report as indented JSON (docs/backtest.md).
@@ -54,13 +56,22 @@ type tw struct {
 	err error
 }
 
+// f writes a formatted piece of the report; names, datasets and errors
+// quoting file contents are tenant text, so everything is escaped
+// (textsafe) on the way out.
 func (t *tw) f(format string, a ...any) {
 	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, a...)
+		_, t.err = io.WriteString(t.w, textsafe.Text(fmt.Sprintf(format, a...)))
 	}
 }
 
-func (t *tw) row(cells ...string) { t.f("| %s |\n", strings.Join(cells, " | ")) }
+func (t *tw) row(cells ...string) {
+	esc := make([]string, len(cells))
+	for i, c := range cells {
+		esc[i] = textsafe.Markdown(c)
+	}
+	t.f("| %s |\n", strings.Join(esc, " | "))
+}
 
 func (t *tw) header(cells ...string) {
 	t.row(cells...)
@@ -121,10 +132,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 	t.f("\n## 3. Time-to-target error (%% of the actual stop time; runs that reached their target)\n\n")
 	t.f("Planner: now + ETA when ETA.basis is \"target\"; otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
-	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never")
+	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never", "paired n", "paired planner / linear MdAPE")
 	for _, g := range r.TimeToTarget {
 		t.row(g.Benchmark, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), share(g.PlannerNever, g.N),
-			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns))
+			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns),
+			fmt.Sprint(g.Paired.Planner.N), pct(g.Paired.Planner.Median)+" / "+pct(g.Paired.Linear.Median))
 	}
 
 	t.f("\n## 4. Plateau detection (original runs; Fit at report times, first Plateaued)\n\n")
@@ -140,6 +152,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	t.header("dataset", "forecasts", "hung", "diverging")
 	for _, g := range r.CleanAlarms {
 		t.row(g.Dataset, fmt.Sprint(g.Forecasts), share(g.Hung, g.Forecasts), share(g.Diverging, g.Forecasts))
+	}
+
+	t.f("\n### Premature plateau calls (cutoff forecasts Plateaued while the objective still improved by >= 2 %% of its own value)\n\n")
+	t.header("dataset", "cutoff", "forecasts", "plateaued", "premature")
+	for _, g := range r.PrematurePlateau {
+		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.Forecasts), fmt.Sprint(g.Plateaued), share(g.Premature, g.Forecasts))
 	}
 
 	inc := r.Incidents

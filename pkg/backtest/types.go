@@ -3,7 +3,7 @@ package backtest
 import "github.com/progress-planner/planner/pkg/forecast"
 
 // SchemaVersion is the version of the JSON report (docs/backtest.md).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Report is the backtest result; its JSON form is the documented contract
 // (docs/backtest.md). Durations are seconds; errors, shares and cutoffs are
@@ -23,7 +23,10 @@ type Report struct {
 	TimeToTarget []TTTGroup     `json:"timeToTarget"`
 	Plateau      []PlateauGroup `json:"plateau"`
 	CleanAlarms  []AlarmGroup   `json:"cleanAlarms"`
-	Incidents    Incidents      `json:"incidents"`
+	// PrematurePlateau: cutoff forecasts called Plateaued while the
+	// objective still improved by >= 2 % of its own value (schema 2).
+	PrematurePlateau []PrematureGroup `json:"prematurePlateau"`
+	Incidents        Incidents        `json:"incidents"`
 
 	// Jobs are the per-file results, in input order (omitted with
 	// --per-job=false).
@@ -114,6 +117,28 @@ type TTTGroup struct {
 	LinearRuns  int  `json:"linearRuns"`
 	Linear      Stat `json:"linear"`
 	LinearNever int  `json:"linearNever"`
+	// Paired compares the two on the same runs: those where both
+	// predicted a crossing (schema 2).
+	Paired PairedStat `json:"paired"`
+}
+
+// PairedStat is the planner's and a baseline's error on the same runs.
+type PairedStat struct {
+	Planner Stat `json:"planner"`
+	Linear  Stat `json:"linear"`
+}
+
+// PrematureGroup: cutoff forecasts of original runs (those with a best
+// value and a true final value) for one dataset and cutoff; Premature of
+// them were Plateaued while the objective still improved by >= 2 % of its
+// own value by the end of the run.
+type PrematureGroup struct {
+	Dataset   string   `json:"dataset"`
+	Cutoff    float64  `json:"cutoff"`
+	Forecasts int      `json:"forecasts"`
+	Plateaued int      `json:"plateaued"`
+	Premature int      `json:"premature"`
+	Share     *float64 `json:"share,omitempty"`
 }
 
 // PlateauGroup: plateau detection on original (non-incident) runs.
@@ -216,6 +241,11 @@ type CutResult struct {
 	TimeToTarget *TTTResult   `json:"timeToTarget,omitempty"`
 	Hung         bool         `json:"hung"`
 	Diverging    bool         `json:"diverging"`
+	Plateaued    bool         `json:"plateaued"`
+	// GainAhead is the objective's improvement from its best at the cut to
+	// its true final value, as a share of that best (schema 2; absent
+	// without a final value).
+	GainAhead *float64 `json:"gainAhead,omitempty"`
 	// Forecast is the forecast.Forecast at Now (DefaultSettings).
 	Forecast *forecast.Forecast `json:"forecast,omitempty"`
 	// FinalForecast is the forecast with Settings.EndStep set (runs whose

@@ -35,17 +35,19 @@ func (o Options) gpu() corev1.ResourceName {
 
 // QuotaGPUs is a ClusterQueue's nominal GPU quota over all flavors.
 func QuotaGPUs(cq *kueue.ClusterQueue, gpu corev1.ResourceName) int {
-	n := int64(0)
+	n := 0
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, f := range rg.Flavors {
 			for _, r := range f.Resources {
 				if r.Name == gpu {
-					n += r.NominalQuota.Value()
+					// Clamped at each step: a "GPU" resource that is memory
+					// counts bytes (64Gi = 6.9e10).
+					n = report.ClampGPUs(int64(n) + int64(report.ClampGPUs(r.NominalQuota.Value())))
 				}
 			}
 		}
 	}
-	return int(n)
+	return n
 }
 
 // trainJobOf is the name of the TrainJob controlling wl ("" when none).

@@ -25,34 +25,55 @@ func reportStats(pts []Point) (med, p95 float64, ok bool) {
 	return median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
 }
 
-// lastProgress is the time of the latest point at which the job showed
-// progress: its axis moved, or (with no axis) any stored value changed.
-func lastProgress(h *History, axis axisKind, now float64) float64 {
+// activityTimes are the times, up to now, at which the job showed it was
+// working: its progress axis moved, a metric value changed, or a segment
+// began. A job whose counter advances only at evaluations still logs a new
+// training loss every few seconds, and a hung job logs nothing new (a stale
+// heartbeat repeats its values), so both count as activity.
+func activityTimes(h *History, axis axisKind, now float64) []float64 {
 	pts := h.points
-	last := math.NaN()
-	for i := len(pts) - 1; i >= 0; i-- {
+	var out []float64
+	for i := range pts {
 		if pts[i].T > now {
+			break
+		}
+		if i == 0 || pts[i].Seg != pts[i-1].Seg || h.informative(i) {
+			out = append(out, pts[i].T)
 			continue
 		}
-		if math.IsNaN(last) {
-			last = pts[i].T
-		}
-		if i == 0 {
-			return pts[0].T
-		}
 		x, px := axis.value(pts[i]), axis.value(pts[i-1])
-		moved := axis != axisTime && !math.IsNaN(x) && (math.IsNaN(px) || x != px)
-		if moved || (axis == axisTime && h.informative(i)) || pts[i].Seg != pts[i-1].Seg {
-			return pts[i].T
+		if axis != axisTime && !math.IsNaN(x) && (math.IsNaN(px) || x != px) {
+			out = append(out, pts[i].T)
 		}
 	}
-	return last
+	return out
+}
+
+// activityStats are the median and 95th percentile of the intervals
+// between activity times: the job's own cadence of changes, which can be
+// far slower than its cadence of reports.
+func activityStats(times []float64) (med, p95 float64, ok bool) {
+	if len(times) < 3 {
+		return 0, 0, false
+	}
+	d := make([]float64, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		if times[i] > times[i-1] {
+			d = append(d, times[i]-times[i-1])
+		}
+	}
+	if len(d) < 2 {
+		return 0, 0, false
+	}
+	sortFloats(d)
+	return median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
 }
 
 // hangThreshold: a job is hung when it shows no progress for twice its
-// normal report interval (or its 95th-percentile interval, whichever is
-// longer, capped at three intervals) plus a fixed slack for scheduling
-// jitter.
+// normal interval (or its 95th-percentile interval, whichever is longer,
+// capped at three intervals) plus a fixed slack for scheduling jitter.
+// Fit takes the longer of the thresholds from the report cadence and from
+// the activity cadence.
 func hangThreshold(med, p95 float64, s Settings) float64 {
 	base := math.Min(math.Max(s.HangMultiple*med, p95), (s.HangMultiple+1)*med)
 	return base + s.HangSlack

@@ -32,6 +32,17 @@ type Settings struct {
 	// the longest stall the job has already recovered from (a job whose
 	// history shows learning-rate steps must stall longer).
 	PlateauStallMaxShare float64
+	// MinImprovement is the smallest gain, as a share of the metric's own
+	// value, that is worth the job's GPUs: a job whose curve or recent pace
+	// (carried to its planned end) still promises this much is not
+	// Plateaued, whatever share of its gain so far that is. Per job with
+	// the annotation planner.progress.io/min-improvement
+	// (docs/policy.md).
+	MinImprovement float64
+	// PlateauAnnealShare: a job with a fixed total that reports no
+	// learning rate must be flat for this share of its planned run before
+	// a plateau is called (its schedule may still anneal).
+	PlateauAnnealShare float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -46,6 +57,15 @@ type Settings struct {
 	// the raw spread is too narrow. Calibrated by `planner backtest`
 	// (docs/backtest.md).
 	IntervalInflation float64
+	// IntervalAnnealShare: for a job with a fixed total, the predicted
+	// final's optimistic bound reaches at least this share of the gain its
+	// recent pace would make by the end (a budget anneals by its end, a
+	// gain no curve family sees).
+	IntervalAnnealShare float64
+	// OvershootEvalShare: a target-stopped job's final value may overshoot
+	// the target by this share of its recent per-evaluation gain (when
+	// that is more than the curve's step there).
+	OvershootEvalShare float64
 	// Curves are the curve-fitting settings.
 	Curves CurveSettings
 	// EndStep overrides the planned end on the progress axis (nil: the
@@ -65,11 +85,15 @@ func DefaultSettings() Settings {
 		PlateauStallPoints:       3,
 		PlateauStallMaxRemaining: 0.1,
 		PlateauStallMaxShare:     0.5,
+		MinImprovement:           0.01,
+		PlateauAnnealShare:       0.15,
 		HangMultiple:             2,
 		HangSlack:                45,
 		DivergeNoise:             6,
 		DivergeShare:             0.2,
 		IntervalInflation:        2,
+		IntervalAnnealShare:      0.25,
+		OvershootEvalShare:       0.5,
 		Curves:                   DefaultCurveSettings(),
 	}
 }
@@ -124,13 +148,17 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	if okStats {
 		f.ReportInterval = ptr(med)
 	}
-	lp := lastProgress(h, axis, now)
-	f.SinceProgress = math.Max(0, now-lp)
+	act := activityTimes(h, axis, now)
+	f.SinceProgress = math.Max(0, now-act[len(act)-1])
 	if okStats {
-		if thr := hangThreshold(med, p95, s); f.SinceProgress > thr {
+		thr, basis := hangThreshold(med, p95, s), fmt.Sprintf("the %.0fs median report interval", med)
+		if am, ap, ok := activityStats(act); ok && hangThreshold(am, ap, s) > thr {
+			thr, basis = hangThreshold(am, ap, s), fmt.Sprintf("the %.0fs median interval between changes", am)
+		}
+		if f.SinceProgress > thr {
 			f.Hung = true
-			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× the %.0fs median report interval + %.0fs)",
-				f.SinceProgress, thr, s.HangMultiple, med, s.HangSlack)
+			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× %s + %.0fs)",
+				f.SinceProgress, thr, s.HangMultiple, basis, s.HangSlack)
 		}
 	}
 
@@ -237,6 +265,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	// Predicted final value at the planned end, and plateau over the
 	// remaining run (or, with no planned end, over a horizon as long as the
 	// run so far).
+	pin := plateauInput{obs: obs, h: h, obj: obj, now: now, s: s, last: last, xEnd: xEnd, fixed: endBasis == "total"}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
 	targetStop := obj.Target != nil && math.IsNaN(axis.total(last)) && s.EndStep == nil && len(obs) > 0 && best > sign**obj.Target
 	switch {
@@ -263,7 +292,18 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 			tgt := sign * *obj.Target
 			m2, _ := bl.predict(xH+medianObsStep(obs), s.IntervalInflation)
 			g := math.Max(0, tgt-m2)
-			mean, lo, hi = tgt-g/2, tgt-g*1.5, tgt+g*0.5
+			// How far one evaluation overshoots: the curve's step there, or,
+			// when larger, the job's own recent steps (a curve levelling
+			// off understates the last evaluations' gains).
+			over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs))
+			mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
+		}
+		if pin.fixed && len(obs) >= s.PlateauStallPoints {
+			// A fixed budget anneals by its end: the job's recent pace
+			// carried to the end is a gain the curve may not see.
+			if g, _ := recentPaceGain(&pin); g > 0 {
+				lo = math.Min(lo, best-s.IntervalAnnealShare*g)
+			}
 		}
 		if basis != "" {
 			f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
@@ -286,11 +326,25 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
 	}
-	if stalled(obs, now, s) && (f.RelativeRemaining == nil || *f.RelativeRemaining < s.PlateauStallMaxRemaining) {
-		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
+	pin.curve, pin.relRem = f.PlateauProbability, f.RelativeRemaining
+	if f.RemainingImprovement != nil {
+		pin.curveR = *f.RemainingImprovement
 	}
-	if f.PlateauProbability >= s.PlateauThreshold && f.ObjectivePts >= s.MinObjectivePoints+2 {
-		f.Plateaued = true
+	rule, why := judgePlateau(&pin)
+	f.PlateauReason = why
+	switch rule {
+	case "overfitting":
+		f.PlateauProbability, f.RelativeRemaining = 1, ptr(0)
+	case "stall":
+		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
+	case "learningRateFalling", "meaningfulGainAhead":
+		// Held back: below the threshold, so no new plateau is called, but
+		// not to zero, so a policy's exit hysteresis still holds a job
+		// already judged plateaued against one noisy window.
+		f.PlateauProbability = math.Min(f.PlateauProbability, 0.99*s.PlateauThreshold)
+	}
+	f.Plateaued = rule == "overfitting" || rule == "curve" || rule == "stall"
+	if f.Plateaued {
 		if on := plateauOnset(obs, s.PlateauEpsilon); !math.IsNaN(on) {
 			f.PlateauOnset = ptr(on)
 		}
@@ -349,9 +403,7 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 	if gain <= 0 {
 		return false
 	}
-	t0 := obs[0].t
-	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, sb, s.PlateauEpsilon)))
-	w0 := math.Min(now-share*(now-t0), obs[len(obs)-k].t)
+	w0 := stallWindowStart(obs, now, s)
 	bestBefore := math.Inf(1)
 	for i, o := range obs {
 		if o.t < w0 {
@@ -362,6 +414,17 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 		return false
 	}
 	return bestBefore-best < s.PlateauEpsilon*gain
+}
+
+// stallWindowStart is where the stall window begins: the last
+// PlateauStallShare of elapsed time, or the longest stall the job has
+// already recovered from (at most PlateauStallMaxShare), stretched back to
+// hold at least PlateauStallPoints observations.
+func stallWindowStart(obs []objPoint, now float64, s Settings) float64 {
+	k := min(max(s.PlateauStallPoints, 1), len(obs))
+	t0 := obs[0].t
+	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, smoothedBest(obs), s.PlateauEpsilon)))
+	return math.Min(now-share*(now-t0), obs[len(obs)-k].t)
 }
 
 // longestFalseStall is the longest stretch, as a share of the elapsed time
@@ -490,6 +553,19 @@ func linearCrossing(obs []objPoint, level float64) (float64, bool) {
 	}
 	slope := (b.y - a.y) / (b.x - a.x)
 	return b.x + (level-b.y)/slope, true
+}
+
+// recentEvalGain is the median improvement per observation over the last
+// five observations (oriented, >= 0).
+func recentEvalGain(obs []objPoint) float64 {
+	var d []float64
+	for i := max(1, len(obs)-5); i < len(obs); i++ {
+		d = append(d, math.Max(0, obs[i-1].y-obs[i].y))
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	return median(d)
 }
 
 // medianObsStep is the median axis distance between objective

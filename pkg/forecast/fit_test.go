@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -140,10 +141,16 @@ func TestFitDivergence(t *testing.T) {
 
 func TestFitHangStaleHeartbeat(t *testing.T) {
 	r := healthy()
+	// From report 50 on, a heartbeat repeats that report's step and values
+	// with a recomputed ETA.
+	var frozen TrainerStatus
 	stale := func(i int, _ float64, s *TrainerStatus) bool {
-		if i > 50 {
-			*s = TrainerStatus{ProgressPercentage: f64(25), EstimatedRemainingSeconds: f64(float64(i) * 30),
-				Metrics: metrics("loss", "1.5", "current_step", "2500", "total_steps", "10000")}
+		switch {
+		case i == 50:
+			frozen = *s
+		case i > 50:
+			*s = frozen
+			s.EstimatedRemainingSeconds = f64(float64(i) * 30)
 		}
 		return true
 	}
@@ -155,6 +162,51 @@ func TestFitHangStaleHeartbeat(t *testing.T) {
 	f := Fit(h, lossMin, 500+thr+5, DefaultSettings())
 	if !f.Hung || f.HangReason == "" {
 		t.Errorf("stale heartbeat not flagged as hung at +%.0fs: since=%v", thr+5, f.SinceProgress)
+	}
+}
+
+// A job whose counter moves only at evaluations (every 20 reports here)
+// but whose training loss changes at every report is not hung; one that
+// also stops logging new values is, after its own cadence of changes.
+func TestFitHangJudgedByTheJobsOwnCadence(t *testing.T) {
+	r := healthy()
+	evalOnly := func(i int, _ float64, s *TrainerStatus) bool {
+		step := float64(50 * 20 * (i / 20))
+		for k := range s.Metrics {
+			if s.Metrics[k].Name == "current_step" {
+				s.Metrics[k].Value = strconv.FormatFloat(step, 'f', -1, 64)
+			}
+		}
+		s.ProgressPercentage = f64(math.Floor(step / 100))
+		return true
+	}
+	h := r.history(1000, evalOnly)
+	// 150 s after the counter last moved (at t=800), 0 s after the latest
+	// loss: working, not hung.
+	if f := Fit(h, lossMin, 1000, DefaultSettings()); f.Hung {
+		t.Errorf("counter moving only at evaluations flagged hung: %s", f.HangReason)
+	}
+	// Silent afterwards: hung once the report-cadence threshold passes.
+	if f := Fit(h, lossMin, 1000+2*10+45+5, DefaultSettings()); !f.Hung {
+		t.Errorf("silent job not hung after the report-cadence threshold: since=%v", f.SinceProgress)
+	}
+
+	// Reports every 10 s but values change only every 100 s: the threshold
+	// follows the 100 s cadence of changes.
+	slow := func(i int, _ float64, s *TrainerStatus) bool {
+		k := 10 * (i / 10)
+		step := float64(50 * k)
+		s.Metrics = metrics("loss", strconv.FormatFloat(3-float64(k)/1000, 'f', -1, 64),
+			"current_step", strconv.FormatFloat(step, 'f', -1, 64), "total_steps", "10000")
+		s.ProgressPercentage = f64(math.Floor(step / 100))
+		return true
+	}
+	h = r.history(1000, slow)
+	if f := Fit(h, lossMin, 1000+150, DefaultSettings()); f.Hung {
+		t.Errorf("job changing every 100s flagged hung 150s after a report: %s", f.HangReason)
+	}
+	if f := Fit(h, lossMin, 1000+2*100+45+5, DefaultSettings()); !f.Hung {
+		t.Errorf("job changing every 100s not hung after 2 cadences + slack: since=%v", f.SinceProgress)
 	}
 }
 

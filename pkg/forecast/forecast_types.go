@@ -21,8 +21,8 @@ type Forecast struct {
 	TotalSteps *float64 `json:"totalSteps,omitempty"` // planned total, when the job reports one
 	Progress   *float64 `json:"progress,omitempty"`   // Step/TotalSteps (fraction), else reported percentage/100
 	StepRate   *float64 `json:"stepRate,omitempty"`   // steps per second in the current segment, recent
-	// SinceProgress is Now minus the last time the step counter moved (or,
-	// without a counter, the last time any metric changed).
+	// SinceProgress is Now minus the last time the job showed activity:
+	// its step counter moved or a metric value changed.
 	SinceProgress float64 `json:"sinceProgress"`
 	// LastReport is the time of the latest accepted report (heartbeats
 	// included), in the history's time base.
@@ -60,6 +60,12 @@ type Forecast struct {
 	// Settings.PlateauThreshold with enough evidence. The policy adds
 	// hysteresis on top.
 	Plateaued bool `json:"plateaued"`
+	// PlateauReason names the plateau rule that decided and its evidence
+	// (pkg/forecast/plateau.go), whether it called a plateau or held one
+	// back. PlateauProbability is the curve's probability, raised to
+	// Settings.PlateauThreshold by the stall rule and to 1 by overfitting,
+	// and 0 when a schedule rule holds the call back.
+	PlateauReason string `json:"plateauReason,omitempty"`
 
 	Diverging        bool   `json:"diverging"`
 	DivergenceReason string `json:"divergenceReason,omitempty"`

@@ -156,7 +156,8 @@ func (h *History) addRejections(rs []Rejection) {
 // more than Limits.MaxMetrics: objective candidates first.
 func metricPriority(name string) int {
 	switch {
-	case name == "eval_loss" || name == "loss" || name == "val_loss" || name == "train_loss":
+	case name == "eval_loss" || name == "loss" || name == "val_loss" || name == "train_loss" || name == "learning_rate":
+		// learning_rate: the plateau rules read the schedule.
 		return 0
 	case len(name) > 5 && name[:5] == "eval_":
 		return 1

@@ -108,20 +108,26 @@ func (h FileHeader) MarshalJSON() ([]byte, error) {
 	return append(out, extra[1:]...), nil
 }
 
-// Objective returns the header's objective, or ok=false when the header
-// names none (or names it badly).
+// ObjectiveSpec returns the header's objective, or ok=false when the
+// header names none (or names it badly; ReadHistoryFile refuses such a
+// header).
 func (h FileHeader) ObjectiveSpec() (Objective, bool) {
-	if h.Objective == nil || h.Objective.Metric == "" {
-		return Objective{}, false
+	o, named, err := h.objective()
+	return o, named && err == nil
+}
+
+// objective is the header's objective; named is false when the header has
+// none (absent, or every field empty).
+func (h FileHeader) objective() (o Objective, named bool, err error) {
+	fo := h.Objective
+	if fo == nil || (fo.Metric == "" && fo.Direction == "" && fo.Target == nil) {
+		return Objective{}, false, nil
 	}
-	o := Objective{Metric: CanonicalMetric(h.Objective.Metric), Direction: Direction(h.Objective.Direction), Target: h.Objective.Target}
+	o = Objective{Metric: CanonicalMetric(fo.Metric), Direction: Direction(fo.Direction), Target: fo.Target}
 	if o.Direction == "" {
 		o.Direction = Minimize
 	}
-	if o.Validate() != nil {
-		return Objective{}, false
-	}
-	return o, true
+	return o, true, o.Validate()
 }
 
 // RunInfoFloat returns a numeric runInfo field (e.g. "gpus").
@@ -193,63 +199,121 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ReadHistoryFile parses a JSON Lines progress history. It is strict: an
-// unknown kind or version, malformed JSON, a missing or non-finite t, or t
-// going backwards are errors naming the line. Report *contents* are not
-// validated here (that is Parse's job, which rejects values without losing
-// the rest), so a file with a garbage metric still loads.
-func ReadHistoryFile(r io.Reader) (*HistoryFile, error) {
+// unknown kind or version, an invalid objective, malformed JSON, a missing
+// or non-finite t, or t going backwards are errors naming the line. Report
+// *contents* are not validated here (that is Parse's job, which rejects
+// values without losing the rest), so a file with a garbage metric still
+// loads. It keeps every report: memory grows with the file; HistoryReader
+// reads one report at a time.
+func ReadHistoryFile(r io.Reader) (*HistoryFile, error) { return ReadHistoryFileMax(r, math.MaxInt) }
+
+// ReadHistoryFileMax is ReadHistoryFile for a caller that must hold the
+// whole file: a file of more than maxReports reports is an error as soon
+// as that many have been read.
+func ReadHistoryFileMax(r io.Reader, maxReports int) (*HistoryFile, error) {
+	hr, err := NewHistoryReader(r)
+	if err != nil {
+		return nil, err
+	}
+	f := &HistoryFile{Header: hr.Header}
+	for {
+		rep, err := hr.Next()
+		if err == io.EOF {
+			return f, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Reports) == maxReports {
+			return nil, &LineError{hr.line, fmt.Errorf("more than %d reports", maxReports)}
+		}
+		f.Reports = append(f.Reports, rep)
+	}
+}
+
+// HistoryReader streams a history file: NewHistoryReader reads the
+// header, Next one report at a time, with ReadHistoryFile's checks. Memory
+// is one line (at most maxLineBytes) whatever the file's size, so a
+// caller feeding a bounded History stays bounded.
+type HistoryReader struct {
+	Header FileHeader
+	sc     *bufio.Scanner
+	line   int
+	prevT  float64
+}
+
+// NewHistoryReader reads and checks the header (the first non-blank line).
+func NewHistoryReader(r io.Reader) (*HistoryReader, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLineBytes)
-	f := &HistoryFile{}
-	line := 0
-	sawHeader := false
-	prevT := math.Inf(-1)
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		if !sawHeader {
-			if err := json.Unmarshal(b, &f.Header); err != nil {
-				return nil, &LineError{line, fmt.Errorf("header: %w", err)}
-			}
-			if f.Header.Kind != HistoryFileKind {
-				return nil, &LineError{line, fmt.Errorf("header: kind %q, want %q", f.Header.Kind, HistoryFileKind)}
-			}
-			if f.Header.Version != HistoryFileVersion {
-				return nil, &LineError{line, fmt.Errorf("header: unsupported version %d (this planner reads version %d)", f.Header.Version, HistoryFileVersion)}
-			}
-			sawHeader = true
-			continue
-		}
-		var rep struct {
-			T             *float64      `json:"t"`
-			TrainerStatus TrainerStatus `json:"trainerStatus"`
-		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return nil, &LineError{line, fmt.Errorf("report: %w", err)}
-		}
-		if rep.T == nil {
-			return nil, &LineError{line, errors.New("report: missing t")}
-		}
-		t := *rep.T
-		if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
-			return nil, &LineError{line, fmt.Errorf("report: t=%v is not a finite non-negative number", t)}
-		}
-		if t < prevT {
-			return nil, &LineError{line, fmt.Errorf("report: t=%v goes backwards (previous %v)", t, prevT)}
-		}
-		prevT = t
-		f.Reports = append(f.Reports, FileReport{T: t, TrainerStatus: rep.TrainerStatus})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &LineError{line + 1, fmt.Errorf("read: %w", err)}
-	}
-	if !sawHeader {
+	hr := &HistoryReader{sc: sc, prevT: math.Inf(-1)}
+	b, err := hr.nextLine()
+	if err == io.EOF {
 		return nil, errors.New("empty history file: no header line")
 	}
-	return f, nil
+	if err != nil {
+		return nil, err
+	}
+	h := &hr.Header
+	if err := json.Unmarshal(b, h); err != nil {
+		return nil, &LineError{hr.line, fmt.Errorf("header: %w", err)}
+	}
+	if h.Kind != HistoryFileKind {
+		return nil, &LineError{hr.line, fmt.Errorf("header: kind %q, want %q", h.Kind, HistoryFileKind)}
+	}
+	if h.Version != HistoryFileVersion {
+		return nil, &LineError{hr.line, fmt.Errorf("header: unsupported version %d (this planner reads version %d)", h.Version, HistoryFileVersion)}
+	}
+	if _, _, err := h.objective(); err != nil {
+		// Refused, not ignored: forecasting another metric than the one
+		// named would answer a question nobody asked.
+		return nil, &LineError{hr.line, fmt.Errorf("header: %w", err)}
+	}
+	return hr, nil
+}
+
+// Line is the line of the last header or report read.
+func (hr *HistoryReader) Line() int { return hr.line }
+
+// Next returns the next report, or io.EOF after the last.
+func (hr *HistoryReader) Next() (FileReport, error) {
+	b, err := hr.nextLine()
+	if err != nil {
+		return FileReport{}, err
+	}
+	var rep struct {
+		T             *float64      `json:"t"`
+		TrainerStatus TrainerStatus `json:"trainerStatus"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return FileReport{}, &LineError{hr.line, fmt.Errorf("report: %w", err)}
+	}
+	if rep.T == nil {
+		return FileReport{}, &LineError{hr.line, errors.New("report: missing t")}
+	}
+	t := *rep.T
+	if math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
+		return FileReport{}, &LineError{hr.line, fmt.Errorf("report: t=%v is not a finite non-negative number", t)}
+	}
+	if t < hr.prevT {
+		return FileReport{}, &LineError{hr.line, fmt.Errorf("report: t=%v goes backwards (previous %v)", t, hr.prevT)}
+	}
+	hr.prevT = t
+	return FileReport{T: t, TrainerStatus: rep.TrainerStatus}, nil
+}
+
+// nextLine is the next non-blank line, io.EOF at the end.
+func (hr *HistoryReader) nextLine() ([]byte, error) {
+	for hr.sc.Scan() {
+		hr.line++
+		if b := bytes.TrimSpace(hr.sc.Bytes()); len(b) > 0 {
+			return b, nil
+		}
+	}
+	if err := hr.sc.Err(); err != nil {
+		return nil, &LineError{hr.line + 1, fmt.Errorf("read: %w", err)}
+	}
+	return nil, io.EOF
 }
 
 // ReadHistoryPath reads a history file from path, or standard input for "-".

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -66,6 +67,8 @@ func TestReadHistoryFileErrorsNameTheLine(t *testing.T) {
 		{"missing t", lines[0] + "\n" + `{"trainerStatus":{}}`, 2},
 		{"non-monotonic t", lines[0] + "\n" + lines[2] + "\n" + lines[1], 3},
 		{"negative t", lines[0] + "\n" + `{"t":-1,"trainerStatus":{}}`, 2},
+		{"invalid objective", strings.Replace(lines[0], `"direction":"minimize"`, `"direction":"sideways"`, 1), 1},
+		{"objective without metric", strings.Replace(lines[0], `"metric":"eval_loss"`, `"metric":""`, 1), 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +87,37 @@ func TestReadHistoryFileErrorsNameTheLine(t *testing.T) {
 				t.Errorf("error %q does not name line %d", err, c.line)
 			}
 		})
+	}
+}
+
+// TestHistoryReaderStreams: the streaming reader yields what
+// ReadHistoryFile keeps, one report at a time, then io.EOF.
+func TestHistoryReaderStreams(t *testing.T) {
+	whole, err := ReadHistoryFile(strings.NewReader(sampleHistory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, err := NewHistoryReader(strings.NewReader(sampleHistory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hr.Header.Name != whole.Header.Name {
+		t.Errorf("header %+v", hr.Header)
+	}
+	for i := 0; ; i++ {
+		r, err := hr.Next()
+		if err == io.EOF {
+			if i != len(whole.Reports) {
+				t.Errorf("%d reports streamed, %d read whole", i, len(whole.Reports))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.T != whole.Reports[i].T || hr.Line() != i+2 {
+			t.Errorf("report %d: t %v on line %d", i, r.T, hr.Line())
+		}
 	}
 }
 

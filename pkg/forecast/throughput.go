@@ -15,8 +15,10 @@ import (
 // normal cost rather than as outliers.
 //
 // The forecast combines a recent level (the ratio estimator over the most
-// recent quarter of observed time) with a damped linear trend of tau
-// against progress fitted robustly over the whole history. Runs often slow
+// recent fifth of observed time) with a linear trend of tau against
+// progress fitted robustly over the whole history, of which a share is
+// carried forward: none, half (damped) or all, whichever predicted the
+// job's own recent past best (selectTrend). Runs often slow
 // down as they go (batch-size or sequence-length schedules), which a
 // whole-run average and a recent-window rate both miss; the damping
 // (Gardner & McKenzie's damped trend) keeps the extrapolation from
@@ -37,6 +39,8 @@ type pace struct {
 	samples int
 	xLast   float64 // progress at the latest point that moved
 	tLast   float64 // time of that point
+	phi     float64 // share of the trend carried forward (selectTrend)
+	hindErr float64 // the chosen share's hindcast error (relative; 0: none)
 }
 
 // paceSamples extracts intervals along axis from points. axis returns the
@@ -83,8 +87,74 @@ func paceSamples(pts []Point, axis func(Point) float64) []paceSample {
 	return out
 }
 
-// fitPace fits the pace model. ok is false with fewer than two samples.
+// fitPace fits the pace model and lets the job's own history choose how
+// much of the fitted trend to carry forward (selectTrend). ok is false
+// with no samples.
 func fitPace(s []paceSample) (p pace, ok bool) {
+	p, ok = fitPaceLevel(s)
+	if ok {
+		p.phi, p.hindErr = selectTrend(s)
+	}
+	return p, ok
+}
+
+// trendShares are the candidate shares of the fitted trend carried into
+// the future: none (the recent rate, as a straight line would), the damped
+// trend, all of it.
+var trendShares = [...]float64{0, dampedTrend}
+
+// selectTrend scores each trend share on the job's own history with
+// rolling-origin hindcasts — fitted on the samples up to 85, 90 and 95 %
+// of the observed time, asked how long the rest took — and returns the
+// share with the smallest mean absolute relative error, and that error.
+// The origins are recent on purpose: runs change pace in stages (batch or
+// sequence-length schedules), and the question is which method describes
+// the stage the job is in now. With too little history: the damped trend
+// and no error.
+func selectTrend(s []paceSample) (phi, hindErr float64) {
+	phi = dampedTrend
+	if len(s) < 8 {
+		return phi, 0
+	}
+	last := s[len(s)-1]
+	t0 := s[0].t1 - s[0].dt
+	var errs [len(trendShares)]float64
+	n := 0
+	for _, f := range [...]float64{0.85, 0.9, 0.95} {
+		cut := t0 + f*(last.t1-t0)
+		k := 0
+		for k < len(s) && s[k].t1 <= cut {
+			k++
+		}
+		if k < 4 || k == len(s) {
+			continue
+		}
+		p0, ok := fitPaceLevel(s[:k])
+		actual := last.t1 - p0.tLast
+		if !ok || actual <= 0 {
+			continue
+		}
+		for i, share := range trendShares {
+			p0.phi = share
+			pred, _ := p0.timeTo(last.x1)
+			errs[i] += math.Abs(pred-actual) / actual
+		}
+		n++
+	}
+	if n == 0 {
+		return phi, 0
+	}
+	best := 1 // the damped trend unless another share did better
+	for i := range errs {
+		if errs[i] < errs[best]-1e-9 {
+			best = i
+		}
+	}
+	return trendShares[best], errs[best] / float64(n)
+}
+
+// fitPaceLevel fits the recent level and the trend.
+func fitPaceLevel(s []paceSample) (p pace, ok bool) {
 	if len(s) < 1 {
 		return pace{}, false
 	}
@@ -199,7 +269,7 @@ func (p pace) timeTo(xEnd float64) (secs, rel float64) {
 	d := xEnd - p.xLast
 	flat := p.level * d
 	// tau(x) = level + phi*slope*(x - xLevel), floored at a fifth of level.
-	b := dampedTrend * p.slope
+	b := p.phi * p.slope
 	trend := p.level*d + b*((xEnd-p.xLevel)*(xEnd-p.xLevel)-(p.xLast-p.xLevel)*(p.xLast-p.xLevel))/2
 	secs = math.Max(trend, 0.2*flat)
 	// Uncertainty: recent spread, shrinking with the number of samples, plus
@@ -207,6 +277,9 @@ func (p pace) timeTo(xEnd float64) (secs, rel float64) {
 	noise := p.relSD / math.Sqrt(math.Max(1, float64(p.samples)/4))
 	model := math.Abs(trend-flat) / math.Max(secs, 1e-9)
 	rel = math.Sqrt(noise*noise + model*model + 0.02*0.02)
+	// The job's own hindcast error is a floor: it is how far this method
+	// was off on this job.
+	rel = math.Max(rel, p.hindErr)
 	return secs, rel
 }
 

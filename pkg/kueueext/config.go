@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/progress-planner/planner/internal/yamlfields"
+	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
 )
 
@@ -88,6 +89,11 @@ type ForecastConfig struct {
 	// Reconciles mostly wait on the API server (a forecast ends with a
 	// status write), so it is well above the number of cores.
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles"`
+	// MinImprovement is forecast.Settings.MinImprovement for every job: the
+	// smallest gain, as a share of the metric's own value, that keeps a job
+	// from being called Plateaued (docs/policy.md, "Plateau rules"). A job
+	// may set its own with the annotation planner.progress.io/min-improvement.
+	MinImprovement float64 `json:"minImprovement"`
 }
 
 // WorkloadConfig configures how Workloads are read and acted on.
@@ -120,6 +126,7 @@ func DefaultConfig() Config {
 		Forecast: ForecastConfig{
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
+			MinImprovement:          forecast.DefaultSettings().MinImprovement,
 			IdleInterval:            preempt.Dur(2 * time.Minute),
 			MaxConcurrentReconciles: 256,
 		},
@@ -247,6 +254,9 @@ func (c Config) Validate() error {
 	}
 	if fc.MaxConcurrentReconciles < 1 || fc.MaxConcurrentReconciles > 1024 {
 		add("forecast.maxConcurrentReconciles", "%d must be in [1, 1024]", fc.MaxConcurrentReconciles)
+	}
+	if !(fc.MinImprovement >= 0 && fc.MinImprovement <= MaxMinImprovement) {
+		add("forecast.minImprovement", "%g must be in [0, %g]", fc.MinImprovement, MaxMinImprovement)
 	}
 	w := c.Workloads
 	if w.GPUResource == "" {

@@ -9,6 +9,11 @@ const (
 	// stopped (Workload spec.active=false) when it has stalled, where the
 	// policy honours job opt-ins (stop.allowJobOptIn).
 	AnnotationStopOptIn = "planner.progress.io/stop-when-stalled"
+	// AnnotationMinImprovement on a TrainJob sets the job's own meaningful
+	// improvement (forecast.Settings.MinImprovement): a fraction ("0.005")
+	// or a percentage ("0.5%") of the objective's value, at most
+	// MaxMinImprovement; "0" turns the rule off for the job.
+	AnnotationMinImprovement = "planner.progress.io/min-improvement"
 	// AnnotationPriorityBoost is Kueue's priority boost (KEP-7990): a
 	// signed integer added to the Workload's priority.
 	AnnotationPriorityBoost = "kueue.x-k8s.io/priority-boost"

@@ -119,3 +119,24 @@ func ParseStopOptIn(annotations map[string]string) (bool, error) {
 	}
 	return b, nil
 }
+
+// MaxMinImprovement bounds the meaningful improvement a config or a job
+// may ask for: beyond half the metric's value no job would ever plateau.
+const MaxMinImprovement = 0.5
+
+// ParseMinImprovement validates the planner.progress.io/min-improvement
+// annotation: a fraction ("0.005") or a percentage ("0.5%") in
+// [0, MaxMinImprovement].
+func ParseMinImprovement(value string) (float64, error) {
+	v := strings.TrimSpace(value)
+	scale := 1.0
+	if strings.HasSuffix(v, "%") {
+		v, scale = strings.TrimSpace(strings.TrimSuffix(v, "%")), 0.01
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if len(value) > 32 || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
+		return 0, fmt.Errorf("annotation %s=%q: want a fraction or percentage of the metric's value in [0, %g] (e.g. \"0.005\" or \"0.5%%\")",
+			AnnotationMinImprovement, truncateString(value, 32), MaxMinImprovement)
+	}
+	return f * scale, nil
+}

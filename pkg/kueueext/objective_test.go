@@ -1,6 +1,7 @@
 package kueueext
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -166,5 +167,25 @@ func TestTruncateStringKeepsCharacters(t *testing.T) {
 	got := truncateString(s, 5)
 	if got != "éé…" {
 		t.Errorf("truncateString = %q, want %q", got, "éé…")
+	}
+}
+
+func TestParseMinImprovement(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"0.005", 0.005, true}, {"0.5%", 0.005, true}, {" 2 % ", 0.02, true}, {"0", 0, true}, {"0.5", 0.5, true},
+		{"0.6", 0, false}, {"-0.01", 0, false}, {"60%", 0, false}, {"NaN", 0, false}, {"Inf", 0, false},
+		{"", 0, false}, {"1e-3x", 0, false}, {"0.01\x1b[2J", 0, false}, {"0.000000000000000000000000000000001", 0, false},
+	} {
+		got, err := ParseMinImprovement(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && math.Abs(got-tc.want) > 1e-12) {
+			t.Errorf("ParseMinImprovement(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), AnnotationMinImprovement) {
+			t.Errorf("error %q does not name the annotation", err)
+		}
 	}
 }

@@ -131,6 +131,7 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 	if opts.Settings != nil {
 		settings = *opts.Settings
 	}
+	settings.MinImprovement = opts.Config.Forecast.MinImprovement
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)

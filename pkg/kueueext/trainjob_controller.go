@@ -127,6 +127,10 @@ type jobState struct {
 
 	rejectionsEvented int
 	stopOptInErr      string
+	// minImprovement is the job's own meaningful improvement (annotation
+	// planner.progress.io/min-improvement), nil for the config's.
+	minImprovement    *float64
+	minImprovementErr string
 }
 
 func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
@@ -233,6 +237,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 			r.event(&tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
 		}
 	}
+	r.minImprovement(&tj, st)
 
 	// 3. The Workload and the facts the policy needs.
 	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn, now)
@@ -657,6 +662,28 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 	return wl, facts, wf, backoff, nil
 }
 
+// minImprovement reads the job's planner.progress.io/min-improvement
+// annotation into st; an invalid value is a Warning Event (once per
+// distinct value) and the config's value applies.
+func (r *TrainJobReconciler) minImprovement(tj *trainer.TrainJob, st *jobState) {
+	st.minImprovement = nil
+	v, ok := tj.Annotations[AnnotationMinImprovement]
+	if !ok {
+		st.minImprovementErr = ""
+		return
+	}
+	m, err := ParseMinImprovement(v)
+	if err == nil {
+		st.minImprovement = &m
+	}
+	if msg := errString(err); msg != st.minImprovementErr {
+		st.minImprovementErr = msg
+		if err != nil {
+			r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", err.Error())
+		}
+	}
+}
+
 func trainJobFinished(tj *trainer.TrainJob) bool {
 	return apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) ||
 		apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
@@ -671,7 +698,11 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	facts preempt.Facts, now time.Time, nowSec float64, why string) {
 	obj := choice.Objective
 	t0 := time.Now()
-	f := forecast.Fit(st.hist, obj, nowSec, r.settings)
+	s := r.settings
+	if st.minImprovement != nil {
+		s.MinImprovement = *st.minImprovement
+	}
+	f := forecast.Fit(st.hist, obj, nowSec, s)
 	metricFitDuration.Observe(time.Since(t0).Seconds())
 	metricForecasts.WithLabelValues(triggerLabel(why)).Inc()
 

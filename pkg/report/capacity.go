@@ -20,6 +20,17 @@ import (
 // sum Σ GPUs_i·B_i, whose distribution (a Poisson-binomial with weights) is
 // computed exactly by a small dynamic program over GPU totals.
 
+// MaxGPUs is the most GPUs a ClusterQueue is taken to hold: a job's GPUs,
+// a quota and the GPUs a forecast counts are clamped to it (Build,
+// FreedDist, clusterview). The capacity forecast keeps one probability per
+// GPU, so this bounds its arrays to 512 KiB whatever an input claims (a
+// header's runInfo.gpus of 999999999, a Workload whose "GPU" resource is
+// memory asking 64Gi). docs/limits.md.
+const MaxGPUs = 1 << 16
+
+// ClampGPUs clamps a GPU count from outside to [0, MaxGPUs].
+func ClampGPUs(n int64) int { return int(max(0, min(n, MaxGPUs))) }
+
 // RunningJob is one admitted job as the capacity forecast sees it.
 type RunningJob struct {
 	GPUs int
@@ -60,30 +71,39 @@ type Dist struct {
 	PMF []float64
 }
 
-// FreedDist is the distribution of the GPUs the jobs free within h seconds.
+// FreedDist is the distribution of the GPUs the jobs free within h seconds,
+// up to MaxGPUs (the last entry holds P(at least MaxGPUs)).
 func FreedDist(jobs []RunningJob, h, interval float64) Dist {
+	return freedDist(jobs, h, interval, MaxGPUs)
+}
+
+// freedDist is FreedDist saturated at limit GPUs: PMF[limit] is
+// P(X >= limit). The arrays and the work are O(min(Σ GPUs, limit)).
+func freedDist(jobs []RunningJob, h, interval float64, limit int) Dist {
+	limit = ClampGPUs(int64(limit))
 	total := 0
 	for _, j := range jobs {
-		total += max(j.GPUs, 0)
+		total = min(total+ClampGPUs(int64(j.GPUs)), limit)
 	}
 	pmf := make([]float64, total+1)
 	pmf[0] = 1
 	top := 0
 	for _, j := range jobs {
-		g := max(j.GPUs, 0)
+		g := ClampGPUs(int64(j.GPUs))
 		p := FinishProbability(j.ETA, h, interval)
 		if g == 0 || p <= 0 {
 			continue
 		}
 		// Walk downwards so each job is added once (0/1 knapsack order).
-		for k := top; k >= 0; k-- {
+		// Mass at the saturated top stays there.
+		for k := min(top, total-1); k >= 0; k-- {
 			if pmf[k] == 0 {
 				continue
 			}
-			pmf[k+g] += pmf[k] * p
+			pmf[min(k+g, total)] += pmf[k] * p
 			pmf[k] *= 1 - p
 		}
-		top += g
+		top = min(top+g, total)
 	}
 	return Dist{PMF: pmf}
 }
@@ -197,7 +217,7 @@ func AdmitWhen(quota, free, ahead, n int, running []RunningJob, interval float64
 		if need <= 0 {
 			p = 1
 		} else {
-			p = FreedDist(running, t, interval).AtLeast(need)
+			p = freedDist(running, t, interval, need).AtLeast(need) // only P(X >= need) matters
 		}
 		if p >= lvl {
 			set(&a.Lo, t)

@@ -94,3 +94,25 @@ func TestAdmitWhen(t *testing.T) {
 		t.Errorf("blocked: %+v", a)
 	}
 }
+
+// TestFreedDistSaturates: counts beyond MaxGPUs are clamped, the mass
+// beyond the limit collects in the last entry, and the distribution still
+// sums to 1.
+func TestFreedDistSaturates(t *testing.T) {
+	jobs := []RunningJob{{GPUs: 999999999, ETA: eta(100, 0.2)}, {GPUs: 64 << 30, ETA: eta(100, 0.2)}, {GPUs: 3, ETA: eta(100, 0.2)}}
+	d := FreedDist(jobs, 3600, 0.8)
+	if len(d.PMF) != MaxGPUs+1 {
+		t.Fatalf("%d entries, want %d", len(d.PMF), MaxGPUs+1)
+	}
+	sum := 0.0
+	for _, p := range d.PMF {
+		sum += p
+	}
+	if math.Abs(sum-1) > 1e-9 || d.AtLeast(MaxGPUs) < 0.99 {
+		t.Errorf("sum %v, P(>= MaxGPUs) %v", sum, d.AtLeast(MaxGPUs))
+	}
+	small := freedDist(jobs[2:], 3600, 0.8, 2)
+	if len(small.PMF) != 3 || math.Abs(small.AtLeast(2)-FreedDist(jobs[2:], 3600, 0.8).AtLeast(2)) > 1e-12 {
+		t.Errorf("saturated at 2: %v", small.PMF)
+	}
+}

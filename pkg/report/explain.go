@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // WorkloadView is one Kueue Workload as `planner explain` sees it.
@@ -293,7 +295,7 @@ func WriteExplanation(w io.Writer, e Explanation, format string) error {
 		b.WriteString("Verdict:        — (no ProgressForecast: the planner does not track this job)\n")
 	}
 	fmt.Fprintf(&b, "Why:            %s\n", e.Summary)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, textsafe.Text(b.String())) // reasons quote tenant text
 	return err
 }
 

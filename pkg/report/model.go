@@ -164,6 +164,9 @@ func Build(in Input) *Report {
 		r.Title = "Progress Planner report"
 	}
 	jobs := slices.Clone(in.Jobs)
+	for i := range jobs {
+		jobs[i].GPUs = ClampGPUs(int64(jobs[i].GPUs))
+	}
 	slices.SortStableFunc(jobs, func(a, b JobInput) int {
 		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(stateRank(a.State), stateRank(b.State)),
 			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -181,7 +184,7 @@ func Build(in Input) *Report {
 		if _, ok := quota[q.Name]; !ok {
 			names = append(names, q.Name)
 		}
-		quota[q.Name] = q.QuotaGPUs
+		quota[q.Name] = ClampGPUs(int64(q.QuotaGPUs))
 	}
 	for _, j := range jobs {
 		if _, ok := quota[j.Queue]; !ok && j.Queue != "" {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // Formats are the output formats of Write.
@@ -67,8 +69,17 @@ func (j JobRow) cells() []string {
 	if metric == "" {
 		metric = "—"
 	}
-	return []string{j.Key(), orDash(j.Queue), fmt.Sprint(j.GPUs), string(j.State), fmtOptPct(j.Progress), fmtRangeDur(j.ETA),
-		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, fmtBoost(j.Boost), reason}
+	return safeCells(j.Key(), orDash(j.Queue), fmt.Sprint(j.GPUs), string(j.State), fmtOptPct(j.Progress), fmtRangeDur(j.ETA),
+		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, fmtBoost(j.Boost), reason)
+}
+
+// safeCells escapes the cells of every format (table, Markdown, HTML):
+// names, metrics and reasons are tenant text (textsafe).
+func safeCells(cells ...string) []string {
+	for i, c := range cells {
+		cells[i] = textsafe.Line(c)
+	}
+	return cells
 }
 
 func orDash(s string) string {
@@ -101,7 +112,7 @@ func (q QueueRow) cells() []string {
 	for _, a := range q.Admission {
 		c = append(c, fmtAdmission(a))
 	}
-	return c
+	return safeCells(c...)
 }
 
 func (r *Report) note() string {
@@ -111,9 +122,9 @@ func (r *Report) note() string {
 }
 
 func (r *Report) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "%s\n", r.Title)
+	fmt.Fprintf(w, "%s\n", textsafe.Line(r.Title))
 	if r.Source != "" {
-		fmt.Fprintf(w, "source: %s\n", r.Source)
+		fmt.Fprintf(w, "source: %s\n", textsafe.Line(r.Source))
 	}
 	fmt.Fprintf(w, "generated: %s\n\n", r.GeneratedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -132,26 +143,22 @@ func (r *Report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n", r.note())
 }
 
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
-}
-
 func mdTable(w io.Writer, cols []string, rows [][]string) {
 	fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
 	fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(cols)))
 	for _, row := range rows {
 		esc := make([]string, len(row))
 		for i, c := range row {
-			esc[i] = mdEscape(c)
+			esc[i] = textsafe.Markdown(c)
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(esc, " | "))
 	}
 }
 
 func (r *Report) writeMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "# %s\n\n", mdEscape(r.Title))
+	fmt.Fprintf(w, "# %s\n\n", textsafe.Markdown(r.Title))
 	if r.Source != "" {
-		fmt.Fprintf(w, "Source: %s. ", mdEscape(r.Source))
+		fmt.Fprintf(w, "Source: %s. ", textsafe.Markdown(r.Source))
 	}
 	fmt.Fprintf(w, "Generated %s.\n\n## Jobs\n\n", r.GeneratedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	var rows [][]string

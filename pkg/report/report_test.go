@@ -188,3 +188,39 @@ func TestHTML(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(t.TempDir(), "report.html"), b.Bytes(), 0o644)
 	}
 }
+
+// hostileName is tenant text that tries to drive a terminal (an OSC
+// title, a screen clear, BEL, NUL, a right-to-left override) and a
+// Markdown viewer (script, img onerror, a cell separator, a newline).
+const hostileName = "x\x1b]0;PWNED\x07\x1b[2J\x00\u202egpj.exe<script>alert(1)</script><img src=x onerror=alert(1)>|\nforged"
+
+// TestGoldenHostileNames: names, metrics and reasons from tenants are
+// escaped in the table and Markdown outputs (golden files show how).
+func TestGoldenHostileNames(t *testing.T) {
+	in := fixedInput(t)
+	in.Jobs = in.Jobs[:1]
+	in.Jobs[0].Name = hostileName
+	in.Jobs[0].Queue = hostileName
+	fc := *in.Jobs[0].Forecast
+	fc.Objective.Metric = hostileName
+	in.Jobs[0].Forecast = &fc
+	in.Jobs[0].Reason = "objective " + hostileName
+	in.Queues = nil
+	r := Build(in)
+	for _, f := range []string{"table", "markdown"} {
+		var b bytes.Buffer
+		if err := r.Write(&b, f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out := b.String()
+		for _, bad := range []string{"\x1b", "\x07", "\x00", "\u202e", "\nforged"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s output contains %q", f, bad)
+			}
+		}
+		if f == "markdown" && (strings.Contains(out, "<script") || strings.Contains(out, "<img")) {
+			t.Errorf("markdown output passes HTML through:\n%s", out)
+		}
+		golden(t, "report.hostile."+f+".golden", b.Bytes())
+	}
+}

@@ -1,0 +1,52 @@
+package backtest
+
+import "testing"
+
+// plateauReport is a report whose only figures are plateau false-positive
+// rates per dataset.
+func plateauReport(fp map[string]float64) *Report {
+	r := &Report{Cutoffs: []float64{0.5}}
+	for ds, v := range fp {
+		r.Plateau = append(r.Plateau, PlateauGroup{Dataset: ds, FalsePositiveRate: fptr(v)})
+	}
+	r.Plateau = append(r.Plateau, PlateauGroup{Dataset: allGroup})
+	return r
+}
+
+// The choice for a held-out dataset never looks at that dataset: a grid
+// point that is best only on the held-out dataset is not chosen for it.
+func TestChooseLeavesTheDatasetOut(t *testing.T) {
+	runs := []gridRun{
+		{values: map[string]float64{"k": 1}, r: plateauReport(map[string]float64{"a": 0.10, "b": 0.10, "c": 0.00})},
+		{values: map[string]float64{"k": 2}, r: plateauReport(map[string]float64{"a": 0.02, "b": 0.02, "c": 0.50})},
+	}
+	for _, tc := range []struct {
+		heldOut string
+		want    float64
+	}{
+		{"c", 2}, // on a and b, k=2 is better; c's own preference for k=1 must not count
+		{"a", 1}, // on b and c: k=1 mean 0.05, k=2 mean 0.26
+		{"b", 1},
+	} {
+		if got := choose(runs, tc.heldOut, plateauLoss).values["k"]; got != tc.want {
+			t.Errorf("held out %s: chose k=%v, want %v", tc.heldOut, got, tc.want)
+		}
+	}
+}
+
+// figuresOf reads one dataset's rows only, and counts its own incidents.
+func TestFiguresOfOneDataset(t *testing.T) {
+	r := &Report{Cutoffs: []float64{0.25, 0.5}}
+	r.Plateau = []PlateauGroup{{Dataset: "a", FalsePositiveRate: fptr(0.1)}, {Dataset: "b", FalsePositiveRate: fptr(0.3)}}
+	r.PrematurePlateau = []PrematureGroup{{Dataset: "a", Cutoff: 0.5, Share: fptr(0.02)}, {Dataset: "b", Cutoff: 0.5, Share: fptr(0.9)}}
+	r.FinalMetric = []FinalGroup{{Dataset: "a", Cutoff: 0.25, Coverage: Coverage{Share: fptr(0.7)}}}
+	r.Incidents.PlateauExtension.Rows = []IncidentResult{{Dataset: "a", Detected: true}, {Dataset: "a"}, {Dataset: "b", Detected: true}}
+	f := figuresOf(r, "a")
+	if *f.PlateauFalsePositiveRate != 0.1 || f.PrematureShare[0] != nil || *f.PrematureShare[1] != 0.02 ||
+		*f.Coverage[0] != 0.7 || f.Coverage[1] != nil || f.PlateauExtension != 2 || f.PlateauExtensionHit != 1 {
+		t.Errorf("figures of a: %+v", f)
+	}
+	if l := plateauLoss(r, "a"); l < 0.1+0.02+0.5-1e-9 || l > 0.1+0.02+0.5+1e-9 {
+		t.Errorf("plateau loss of a = %v, want 0.62", l)
+	}
+}

@@ -1,0 +1,305 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The plateau call.
+//
+// "No more improvement worth the GPUs" is judged by an ordered table of
+// named rules; the first that matches decides, and its phrase becomes
+// Forecast.PlateauReason. The order is the trust policy:
+//
+//  1. tooFewObservations: no call on fewer than MinObjectivePoints+2
+//     distinct observations.
+//  2. overfitting: the evaluated objective is worse than its best beyond
+//     its noise for the last two evaluations while the training loss still
+//     falls. The strongest stop signal for fine-tuning; it overrides the
+//     schedule rules below.
+//  3. learningRateFalling: a job with a fixed total whose reported
+//     learning rate is still falling is annealing, and annealing is where
+//     the last gain comes from (cosine, linear, warm-up-stable-decay and
+//     step schedules flatten mid-run and improve again).
+//  4. meaningfulGainAhead: the gain still expected by the planned end —
+//     from the curve, or from the job's recent pace carried to its end
+//     (a fixed budget anneals by its end, so the recent pace is a floor,
+//     not a ceiling) — is at least MinImprovement of the metric's own
+//     value. The share-of-gains rules below cannot see this: the first
+//     drop from random initialisation dwarfs a 2 % loss change that the
+//     job exists to make.
+//  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
+//     learning rate will most likely anneal by its end (step and decay
+//     schedules); it must have been flat for PlateauAnnealShare of its
+//     planned run.
+//  6. curve: the curve's plateau probability is at least PlateauThreshold.
+//  7. stall: the best value gained less than PlateauEpsilon of the gain so
+//     far over the stall window, and the curve does not expect
+//     PlateauStallMaxRemaining of it still.
+//  8. otherwise not plateaued.
+type plateauInput struct {
+	obs  []objPoint
+	h    *History
+	obj  Objective
+	now  float64
+	s    Settings
+	last Point // latest point up to now
+	// curve is the curve's plateau probability and relRem its expected
+	// remaining gain as a share of the gain so far (nil without a curve).
+	curve  float64
+	relRem *float64
+	curveR float64 // the curve's expected remaining gain (oriented units, >= 0)
+	// xEnd is the planned end on the axis (NaN: none known) and fixed
+	// reports whether it is the job's own total.
+	xEnd  float64
+	fixed bool
+}
+
+type plateauRule struct {
+	name  string
+	match func(in *plateauInput) (bool, string)
+}
+
+var plateauRules = [...]plateauRule{
+	{"tooFewObservations", tooFewObservations},
+	{"overfitting", overfitting},
+	{"learningRateFalling", learningRateFalling},
+	{"meaningfulGainAhead", meaningfulGainAhead},
+	{"shortFlatBeforeAnneal", shortFlatBeforeAnneal},
+	{"curve", curvePlateau},
+	{"stall", stallPlateau},
+}
+
+// judgePlateau applies plateauRules in order and returns the name of the
+// rule that decided ("" when none did) with its phrase.
+func judgePlateau(in *plateauInput) (rule, reason string) {
+	for _, r := range plateauRules {
+		if ok, why := r.match(in); ok {
+			return r.name, why
+		}
+	}
+	return "", ""
+}
+
+func tooFewObservations(in *plateauInput) (bool, string) {
+	need := in.s.MinObjectivePoints + 2
+	if len(in.obs) < need {
+		return true, fmt.Sprintf("%d distinct observations; a plateau call needs %d", len(in.obs), need)
+	}
+	return false, ""
+}
+
+// overfitting: the objective is an evaluation metric, its last two
+// observations are both worse than its best by more than three times its
+// noise and 1 % of its value, and the training loss improved over the same
+// stretch.
+func overfitting(in *plateauInput) (bool, string) {
+	train := "loss"
+	if in.obj.Metric == train || !in.h.HasMetric(train) || !strings.Contains(in.obj.Metric, "val") && !strings.HasPrefix(in.obj.Metric, "eval") {
+		return false, ""
+	}
+	n := len(in.obs)
+	best, bi := math.Inf(1), 0
+	for i, o := range in.obs[:n-2] {
+		if o.y < best {
+			best, bi = o.y, i
+		}
+	}
+	thr := math.Max(3*noiseScale(in.obs), 0.01*math.Abs(best))
+	if in.obs[n-2].y-best <= thr || in.obs[n-1].y-best <= thr {
+		return false, ""
+	}
+	// Training loss (minimized) from the objective's best to now.
+	tb := in.obs[bi].t
+	atBest, latest := math.NaN(), math.NaN()
+	for i, p := range in.h.points {
+		if p.T > in.now {
+			break
+		}
+		v := in.h.Value(i, train)
+		if math.IsNaN(v) {
+			continue
+		}
+		if p.T <= tb {
+			atBest = v
+		}
+		latest = v
+	}
+	if math.IsNaN(atBest) || !(latest < atBest*(1-0.01)) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("overfitting: %s is worse than its best by %.3g while the training loss fell %.3g→%.3g",
+		in.obj.Metric, in.obs[n-1].y-best, atBest, latest)
+}
+
+// learningRateFalling: a fixed total not yet reached, and the reported
+// learning_rate fell by more than 5 % over the stall window while it is
+// still above 2 % of its peak (a schedule that has annealed is done).
+func learningRateFalling(in *plateauInput) (bool, string) {
+	if !in.fixed || !in.h.HasMetric("learning_rate") {
+		return false, ""
+	}
+	if fr := in.last.Fraction(); !math.IsNaN(fr) && fr >= 1 {
+		return false, ""
+	}
+	w0 := stallWindowStart(in.obs, in.now, in.s)
+	peak, atStart, latest := 0.0, math.NaN(), math.NaN()
+	for i, p := range in.h.points {
+		if p.T > in.now {
+			break
+		}
+		v := in.h.Value(i, "learning_rate")
+		if math.IsNaN(v) || v < 0 {
+			continue
+		}
+		peak = math.Max(peak, v)
+		if p.T <= w0 || math.IsNaN(atStart) {
+			atStart = v
+		}
+		latest = v
+	}
+	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak || latest >= 0.95*atStart {
+		return false, ""
+	}
+	return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
+}
+
+// meaningfulGainAhead: the larger of the curve's remaining gain and the
+// recent pace carried to the planned end is at least MinImprovement of
+// the metric's own value.
+func meaningfulGainAhead(in *plateauInput) (bool, string) {
+	if in.s.MinImprovement <= 0 {
+		return false, ""
+	}
+	best := math.Inf(1)
+	for _, o := range in.obs {
+		best = math.Min(best, o.y)
+	}
+	scale := math.Abs(best)
+	if scale == 0 {
+		return false, ""
+	}
+	ahead, horizon := recentPaceGain(in)
+	if ahead < in.s.MinImprovement*scale {
+		return false, ""
+	}
+	return true, fmt.Sprintf("still %.1f%% of its value to gain at its recent pace carried %s (meaningful: %.1f%%)",
+		100*ahead/scale, horizon, 100*in.s.MinImprovement)
+}
+
+// shortFlatBeforeAnneal: a job with a fixed total that reports no learning
+// rate will, as most schedules do, anneal by its end; a flat stretch
+// shorter than PlateauAnnealShare of its planned run is not yet a plateau.
+func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
+	if !in.fixed || in.s.PlateauAnnealShare <= 0 || in.h.HasMetric("learning_rate") {
+		return false, ""
+	}
+	xLast := in.obs[len(in.obs)-1].x
+	span := in.xEnd - in.obs[0].x
+	if in.xEnd <= xLast || span <= 0 {
+		return false, ""
+	}
+	x0 := axisAt(in.last, in.xEnd) - in.s.PlateauAnnealShare*span
+	sb := smoothedBest(in.obs)
+	best, before := sb[len(sb)-1], math.Inf(1)
+	for i, o := range in.obs {
+		if o.x < x0 {
+			before = sb[i]
+		}
+	}
+	// No observation that early: the job has not run that long yet.
+	gain := in.obs[0].y - best
+	if !math.IsInf(before, 1) && (gain <= 0 || before-best < in.s.PlateauEpsilon*gain) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("no learning rate reported and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", 100*in.s.PlateauAnnealShare)
+}
+
+// axisAt is the job's current position on the axis whose end is xEnd.
+func axisAt(p Point, xEnd float64) float64 {
+	if fr := p.Fraction(); !math.IsNaN(fr) {
+		return fr * xEnd
+	}
+	return math.NaN()
+}
+
+func curvePlateau(in *plateauInput) (bool, string) {
+	if in.curve < in.s.PlateauThreshold {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the curve expects less than %.0f%% of the gain so far (probability %.2f)", 100*in.s.PlateauEpsilon, in.curve)
+}
+
+func stallPlateau(in *plateauInput) (bool, string) {
+	if !stalled(in.obs, in.now, in.s) || (in.relRem != nil && *in.relRem >= in.s.PlateauStallMaxRemaining) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the best value gained less than %.0f%% of the gain so far over the stall window", 100*in.s.PlateauEpsilon)
+}
+
+// recentPaceGain carries the objective's recent rate of improvement (a
+// Theil–Sen slope, on the progress axis, over the last PlateauStallShare
+// of elapsed time holding at least PlateauStallPoints observations) to the
+// planned end, or over a horizon as long as the run so far when there is
+// none. It returns the oriented gain (>= 0) and a phrase for the horizon.
+// The window is not stretched to the job's longest false stall as the
+// stall rule's is: the pace is the job's current one.
+func recentPaceGain(in *plateauInput) (float64, string) {
+	k := min(max(in.s.PlateauStallPoints, 1), len(in.obs))
+	w0 := in.now - in.s.PlateauStallShare*(in.now-in.obs[0].t)
+	if in.obs[len(in.obs)-1].t < w0 {
+		return 0, "" // the value has not changed for the whole window
+	}
+	w0 = math.Min(w0, in.obs[len(in.obs)-k].t)
+	var win []objPoint
+	for _, o := range in.obs {
+		if o.t >= w0 {
+			win = append(win, o)
+		}
+	}
+	if len(win) < 3 {
+		return 0, ""
+	}
+	slope := theilSen(win)
+	xLast := in.obs[len(in.obs)-1].x
+	end, horizon := in.xEnd, "to the planned end"
+	switch {
+	case math.IsNaN(end):
+		end, horizon = xLast+(xLast-in.obs[0].x), "over as long again as the run so far"
+	case !in.fixed:
+		horizon = "to the target"
+	}
+	return math.Max(0, -slope) * math.Max(0, end-xLast), horizon
+}
+
+// theilSen is the median of pairwise slopes dy/dx (at most 64 points,
+// evenly taken, keep it cheap).
+func theilSen(pts []objPoint) float64 {
+	stride := (len(pts) + 63) / 64
+	var sl []float64
+	for i := 0; i < len(pts); i += stride {
+		for j := i + stride; j < len(pts); j += stride {
+			if dx := pts[j].x - pts[i].x; dx > 0 {
+				sl = append(sl, (pts[j].y-pts[i].y)/dx)
+			}
+		}
+	}
+	if len(sl) == 0 {
+		return 0
+	}
+	return median(sl)
+}
+
+// noiseScale is the robust scale of successive differences of the
+// observations (one observation's noise).
+func noiseScale(obs []objPoint) float64 {
+	if len(obs) < 3 {
+		return 0
+	}
+	d := make([]float64, 0, len(obs)-1)
+	for i := 1; i < len(obs); i++ {
+		d = append(d, math.Abs(obs[i].y-obs[i-1].y))
+	}
+	return 1.4826 * median(d) / math.Sqrt2
+}

@@ -1,0 +1,107 @@
+package forecast
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// scheduled builds a history of n reports, 10 s apart, 10 steps each, of a
+// job with a fixed total of 10*n steps: metric values come from vals(step).
+func scheduled(n int, vals func(step float64) map[string]float64) *History {
+	h := NewHistory(DefaultLimits())
+	total := float64(10 * n)
+	for i := 0; i <= n; i++ {
+		step := float64(10 * i)
+		ms := []string{"current_step", strconv.FormatFloat(step, 'f', -1, 64), "total_steps", strconv.FormatFloat(total, 'f', -1, 64)}
+		for name, v := range vals(step) {
+			ms = append(ms, name, strconv.FormatFloat(v, 'g', 6, 64))
+		}
+		h.Observe(float64(10*i), TrainerStatus{ProgressPercentage: f64(math.Floor(100 * step / total)), Metrics: metrics(ms...)})
+	}
+	return h
+}
+
+func fitAt(h *History, obj Objective, now float64, s Settings) Forecast { return Fit(h, obj, now, s) }
+
+// A job flat in loss mid-run while its reported learning rate still falls
+// toward the end of its budget is annealing, not plateaued; the same flat
+// loss under a constant learning rate is.
+func TestPlateauLearningRateStillFalling(t *testing.T) {
+	const n = 400
+	loss := func(step float64) float64 { return 2 + 3/(1+math.Min(step, 1200)/100) }
+	decaying := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": loss(step), "learning_rate": 1e-3 * (1 - step/(10*n))}
+	})
+	constant := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": loss(step), "learning_rate": 1e-3}
+	})
+	now := 0.7 * 10 * n
+	if f := fitAt(decaying, lossMin, now, DefaultSettings()); f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("annealing job: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(constant, lossMin, now, DefaultSettings()); !f.Plateaued {
+		t.Errorf("flat loss under a constant learning rate not plateaued: %q (p=%.2f)", f.PlateauReason, f.PlateauProbability)
+	}
+}
+
+// A language-model-like run: a huge first drop, then a slow steady gain of
+// about 6 % of its value over the rest of its budget. Measured as a share
+// of its gain so far the rest is nothing; measured against its own value it
+// is what the job exists for.
+func TestPlateauMeaningfulGainAhead(t *testing.T) {
+	const n = 400
+	h := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": 3.3 + 7/(1+step/20) + 0.2*(1-step/(10*n))}
+	})
+	now := 0.5 * 10 * n
+	f := fitAt(h, lossMin, now, DefaultSettings())
+	if f.Plateaued || !strings.Contains(f.PlateauReason, "of its value to gain") {
+		t.Errorf("steady 6%% gain ahead: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	off := DefaultSettings()
+	off.MinImprovement = 0
+	if g := fitAt(h, lossMin, now, off); !g.Plateaued {
+		t.Errorf("without MinImprovement the share-of-gains rules should call it (that is what the rule guards against): %q", g.PlateauReason)
+	}
+}
+
+// Eval loss rising while the training loss still falls is a stop signal,
+// even for a job with a fixed total and a falling learning rate.
+func TestPlateauOverfitting(t *testing.T) {
+	const n = 300
+	h := scheduled(n, func(step float64) map[string]float64 {
+		ev := 1 + 2/(1+step/100)
+		if step > 1500 {
+			ev = 1 + 2/(1+1500.0/100) + 0.0004*(step-1500)
+		}
+		return map[string]float64{"eval_loss": ev, "loss": 0.5 + 2/(1+step/100), "learning_rate": 1e-3 * (1 - step/(10*n))}
+	})
+	evalMin := Objective{Metric: "eval_loss", Direction: Minimize}
+	f := fitAt(h, evalMin, 0.8*10*n, DefaultSettings())
+	if !f.Plateaued || !strings.HasPrefix(f.PlateauReason, "overfitting") {
+		t.Errorf("overfitting not called: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+}
+
+// With a fixed total and no learning rate reported, a flat stretch shorter
+// than PlateauAnnealShare of the planned run is not yet a plateau; a longer
+// one is.
+func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
+	const n = 400 // 4000 steps, 10 s per 10 steps
+	flatFrom := func(x float64) *History {
+		return scheduled(n, func(step float64) map[string]float64 {
+			return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, x)/700) + 0.001*math.Sin(step)}
+		})
+	}
+	s := DefaultSettings()
+	short := flatFrom(2000) // flat for 10 % of the budget at 60 %
+	if f := fitAt(short, lossMin, 2400, s); f.Plateaued || !strings.Contains(f.PlateauReason, "annealing may still come") {
+		t.Errorf("flat for 10%% of the budget: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	long := flatFrom(1200) // flat for 30 % of the budget at 60 %
+	if f := fitAt(long, lossMin, 2400, s); !f.Plateaued {
+		t.Errorf("flat for 30%% of the budget not plateaued: %q", f.PlateauReason)
+	}
+}
