@@ -134,7 +134,7 @@ func ParseMinImprovement(value string) (float64, error) {
 		v, scale = strings.TrimSpace(strings.TrimSuffix(v, "%")), 0.01
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if len(value) > 32 || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
+	if len(value) > 32 || !printable(value) || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
 		return 0, fmt.Errorf("annotation %s=%q: want a fraction or percentage of the metric's value in [0, %g] (e.g. \"0.005\" or \"0.5%%\")",
 			AnnotationMinImprovement, truncateString(value, 32), MaxMinImprovement)
 	}

@@ -744,7 +744,7 @@ func TestReconcileHostileText(t *testing.T) {
 			t.Errorf("%s is not printable: %q", where, s)
 		}
 	}
-	if !strings.Contains(st.LastRejection, `loss\x1b]0;PWNED\a`) {
+	if !strings.Contains(st.LastRejection, `loss\x1b]0;PWNED\x07`) {
 		t.Errorf("lastRejection %q does not name the hostile metric, escaped", st.LastRejection)
 	}
 	ev := f.ev.byReason(ReasonInvalidObjective)
