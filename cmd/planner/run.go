@@ -68,7 +68,7 @@ docs/controller.md describes everything in detail.`,
 	// (BenchmarkPlannerScale, docs/benchmarks.md).
 	f.Float32Var(&fl.apiQPS, "kube-api-qps", 50, "sustained requests per second to the API server")
 	f.IntVar(&fl.apiBurst, "kube-api-burst", 100, "request burst to the API server")
-	f.StringVar(&fl.uiAddr, "ui-addr", "", "serve the read-only report page on this address (e.g. :8082); off when empty (docs/report.md)")
+	f.StringVar(&fl.uiAddr, "ui-addr", "", "serve the read-only report page on this address: :8082 is loopback only, 0.0.0.0:8082 every interface; off when empty (docs/report.md)")
 	f.DurationVar(&fl.uiRefresh, "ui-refresh", 30*time.Second, "how often the report page is rebuilt and reloads itself")
 	return cmd
 }

@@ -46,3 +46,27 @@ Hidden: 2
 		t.Error("malformed YAML should yield nil (the decoder reports it)")
 	}
 }
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"one document", "a: 1\nb: [1.5, 2]\n", ""},
+		{"leading separator", "---\na: 1\n", ""},
+		{"second document", "a: 1\n---\nmode: enforce\n", "second YAML document at line 2"},
+		{"nan", "policy:\n  evidence:\n    confidenceFloor: .nan\n", `policy.evidence.confidenceFloor (line 3): ".nan": not a finite number`},
+		{"inf in a list", "xs: [1, -.inf]\n", `xs[1] (line 1): "-.inf"`},
+		{"the string nan", "x: \".nan\"\n", ""},
+		{"not yaml", "a: [\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check([]byte(tc.in))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

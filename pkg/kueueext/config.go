@@ -118,8 +118,11 @@ func DefaultConfig() Config {
 			RenewDeadline: preempt.Dur(10 * time.Second),
 			RetryPeriod:   preempt.Dur(2 * time.Second),
 		},
-		Metrics: EndpointConfig{BindAddress: ":8080"},
-		Health:  EndpointConfig{BindAddress: ":8081"},
+		// Loopback: run outside a cluster, nothing is exposed. The shipped
+		// Deployment's config listens on the pod's interfaces, where the
+		// kubelet probes and Prometheus scrapes (config/manager).
+		Metrics: EndpointConfig{BindAddress: "127.0.0.1:8080"},
+		Health:  EndpointConfig{BindAddress: "127.0.0.1:8081"},
 		Forecast: ForecastConfig{
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
@@ -144,9 +147,13 @@ type configFile struct {
 }
 
 // ParseConfig reads a config file. Absent fields take their defaults;
-// apiVersion and kind are required; unknown fields, duplicate keys and
-// values that break a rule are errors naming the field.
+// apiVersion and kind are required; a second YAML document, unknown fields,
+// duplicate keys, non-finite numbers and values that break a rule are
+// errors naming the field.
 func ParseConfig(data []byte) (Config, error) {
+	if err := yamlfields.Check(data); err != nil {
+		return Config{}, err
+	}
 	f := configFile{Config: DefaultConfig()}
 	f.APIVersion, f.Kind = "", ""
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {

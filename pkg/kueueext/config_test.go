@@ -86,6 +86,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad gpu resource", head + "workloads: {gpuResource: 'nvidia com/gpu'}\n", []string{"workloads.gpuResource"}, true},
 		{"policy rule", head + "policy: {boosts: {plateaued: 50}}\n", []string{"boosts.plateaued", "must not be positive"}, true},
 		{"not yaml", "{", []string{"yaml"}, false},
+		// Issue 14: the second document (and its mode) used to be ignored,
+		// and .nan gave "json: unsupported value: NaN" without a field.
+		{"second document", head + "---\npolicy: {mode: enforce}\n", []string{"second YAML document", "line 3"}, false},
+		{"nan in the policy", head + "policy:\n  evidence: {confidenceFloor: .nan}\n", []string{"policy.evidence.confidenceFloor", ".nan", "finite"}, false},
+		{"inf for a count", head + "workloads: {maxNudges: .inf}\n", []string{"workloads.maxNudges", "finite"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

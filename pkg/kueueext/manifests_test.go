@@ -1,6 +1,7 @@
 package kueueext
 
 import (
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -67,11 +68,26 @@ func TestDeploymentManifest(t *testing.T) {
 	if !slices.Contains(c.Args, "run") || !slices.Contains(c.Args, "--config=/etc/planner/config.yaml") {
 		t.Errorf("args %v", c.Args)
 	}
-	d0 := DefaultConfig()
+	// The shipped config's listeners: on the ports the Deployment names,
+	// and reachable from the kubelet (probes) and the metrics Service, so
+	// not on loopback, which the defaults use.
+	shipped, err := LoadConfig("../../config/manager/planner-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range c.Ports {
-		want := map[string]string{"metrics": d0.Metrics.BindAddress, "health": d0.Health.BindAddress}[p.Name]
+		want := map[string]string{"metrics": shipped.Metrics.BindAddress, "health": shipped.Health.BindAddress}[p.Name]
 		if want == "" || !strings.HasSuffix(want, ":"+strconv.Itoa(int(p.ContainerPort))) {
-			t.Errorf("port %s %d does not match the default bind address %q", p.Name, p.ContainerPort, want)
+			t.Errorf("port %s %d does not match the shipped bind address %q", p.Name, p.ContainerPort, want)
+		}
+		host, _, _ := net.SplitHostPort(want)
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			t.Errorf("port %s: the shipped bind address %q is loopback; the kubelet and Prometheus cannot reach it", p.Name, want)
+		}
+	}
+	for _, ep := range []string{DefaultConfig().Metrics.BindAddress, DefaultConfig().Health.BindAddress} {
+		if host, _, _ := net.SplitHostPort(ep); !net.ParseIP(host).IsLoopback() {
+			t.Errorf("default bind address %q is not loopback", ep)
 		}
 	}
 }

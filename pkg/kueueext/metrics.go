@@ -63,6 +63,14 @@ var (
 		Name: "planner_tracked_jobs",
 		Help: "TrainJobs whose history the planner holds in memory.",
 	})
+	metricKueueClockAhead = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "planner_kueue_clock_ahead_seconds",
+		Help: "How far ahead of the planner's clock the newest Workload condition time Kueue stamped was when the planner read it (0: not ahead).",
+	})
+	metricFutureTimes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_future_timestamps_total",
+		Help: "Workload condition times later than the planner's clock, clamped to it.",
+	})
 	metricAPIAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "planner_api_available",
 		Help: "1 when the API the planner needs is served (trainjobs, workloads, progressforecasts), else 0.",
@@ -79,6 +87,7 @@ func RegisterMetrics() {
 			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricUpdateToDecision,
 			metricDecisions, metricBoostChanges, metricDeactivations, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
+			metricKueueClockAhead, metricFutureTimes,
 		)
 	})
 }

@@ -2,6 +2,7 @@ package kueueext
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,10 @@ import (
 
 // maxObjectiveAnnotation bounds the annotation value the planner parses.
 const maxObjectiveAnnotation = 256
+
+// maxObjectiveTarget bounds |target=X|: reported metric values beyond 1e12
+// are refused as absurd (pkg/forecast), so a farther target is never met.
+const maxObjectiveTarget = 1e12
 
 // counterMetrics are progress counters, never objectives.
 var counterMetrics = map[string]bool{
@@ -43,6 +48,9 @@ func ParseObjectiveAnnotation(value string) (forecast.Objective, error) {
 	if len(value) > maxObjectiveAnnotation {
 		return forecast.Objective{}, fmt.Errorf("annotation %s is %d bytes long (limit %d)", AnnotationObjective, len(value), maxObjectiveAnnotation)
 	}
+	if !printable(value) {
+		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: only printable characters are allowed (no control or bidirectional characters)", AnnotationObjective, value)
+	}
 	o, err := forecast.ParseObjective(value)
 	if err != nil {
 		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %w (want METRIC[,minimize|maximize][,target=X], e.g. \"eval_accuracy,maximize,target=0.9\")",
@@ -50,6 +58,9 @@ func ParseObjectiveAnnotation(value string) (forecast.Objective, error) {
 	}
 	if len(o.Metric) > 128 || strings.ContainsAny(o.Metric, " \t\n\"'=") {
 		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %q is not a metric name", AnnotationObjective, value, o.Metric)
+	}
+	if o.Target != nil && math.Abs(*o.Target) > maxObjectiveTarget {
+		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: target %g is outside [-%g, %g]", AnnotationObjective, value, *o.Target, maxObjectiveTarget, maxObjectiveTarget)
 	}
 	o.Metric = forecast.CanonicalMetric(o.Metric)
 	if counterMetrics[o.Metric] {
@@ -99,18 +110,14 @@ func ParseStopOptIn(annotations map[string]string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
+	if !printable(v) {
+		return false, fmt.Errorf("annotation %s=%q: only printable characters are allowed; treated as false", AnnotationStopOptIn, truncateString(v, 64))
+	}
 	b, err := strconv.ParseBool(strings.TrimSpace(v))
 	if err != nil {
 		return false, fmt.Errorf("annotation %s=%q is not a boolean (want \"true\" or \"false\"); treated as false", AnnotationStopOptIn, truncateString(v, 64))
 	}
 	return b, nil
-}
-
-func truncateString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // MaxMinImprovement bounds the meaningful improvement a config or a job
@@ -127,7 +134,7 @@ func ParseMinImprovement(value string) (float64, error) {
 		v, scale = strings.TrimSpace(strings.TrimSuffix(v, "%")), 0.01
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if len(value) > 32 || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
+	if len(value) > 32 || !printable(value) || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
 		return 0, fmt.Errorf("annotation %s=%q: want a fraction or percentage of the metric's value in [0, %g] (e.g. \"0.005\" or \"0.5%%\")",
 			AnnotationMinImprovement, truncateString(value, 32), MaxMinImprovement)
 	}

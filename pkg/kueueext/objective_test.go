@@ -28,6 +28,16 @@ func TestParseObjectiveAnnotation(t *testing.T) {
 		{"currentEpoch,maximize", "", "progress counter"},
 		{"eval loss", "", "not a metric name"},
 		{strings.Repeat("x", 300), "", "bytes long"},
+		// Issue 14: terminal escapes and bidirectional overrides never
+		// reach status.objective; numbers are range-checked.
+		{"eval_loss\x1b]0;PWNED\x07\x1b[2J", "", "only printable characters"},
+		{"eval_loss\x00", "", "only printable characters"},
+		{"eval\u202eloss", "", "only printable characters"},
+		{"eval_loss\xff", "", "only printable characters"},
+		{"loss,target=1e300", "", "outside [-1e+12, 1e+12]"},
+		{"loss,target=-2e12", "", "outside"},
+		{"accuracy,maximize,target=1e12", "accuracy,maximize,target=1e+12", ""},
+		{"précision,maximize", "précision,maximize", ""},
 	}
 	for _, tt := range tests {
 		o, err := ParseObjectiveAnnotation(tt.in)
@@ -121,6 +131,26 @@ func TestParseStopOptIn(t *testing.T) {
 	}
 }
 
+func TestParseStopOptInRefusesControlCharacters(t *testing.T) {
+	for _, v := range []string{"true\x00", "true\n", "\u202etrue", "true\x1b[2J", "tr\xffue"} {
+		b, err := ParseStopOptIn(map[string]string{AnnotationStopOptIn: v})
+		if b || err == nil || !strings.Contains(err.Error(), "only printable characters") {
+			t.Errorf("%q: opt-in %v, err %v; want false with an error about printable characters", v, b, err)
+		}
+		if err != nil && !printable(err.Error()) {
+			t.Errorf("%q: the error itself is not printable: %q", v, err.Error())
+		}
+	}
+}
+
+func TestTruncateStringKeepsCharacters(t *testing.T) {
+	s := strings.Repeat("é", 10) // 2 bytes each
+	got := truncateString(s, 5)
+	if got != "éé…" {
+		t.Errorf("truncateString = %q, want %q", got, "éé…")
+	}
+}
+
 func TestParseMinImprovement(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -129,7 +159,7 @@ func TestParseMinImprovement(t *testing.T) {
 	}{
 		{"0.005", 0.005, true}, {"0.5%", 0.005, true}, {" 2 % ", 0.02, true}, {"0", 0, true}, {"0.5", 0.5, true},
 		{"0.6", 0, false}, {"-0.01", 0, false}, {"60%", 0, false}, {"NaN", 0, false}, {"Inf", 0, false},
-		{"", 0, false}, {"1e-3x", 0, false}, {"0.01\x1b[2J", 0, false}, {"0.000000000000000000000000000000001", 0, false},
+		{"", 0, false}, {"1e-3x", 0, false}, {"0.01\x1b[2J", 0, false}, {"0.01\n", 0, false}, {"0.000000000000000000000000000000001", 0, false},
 	} {
 		got, err := ParseMinImprovement(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && math.Abs(got-tc.want) > 1e-12) {

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -102,8 +106,11 @@ func newFixture(t *testing.T, cfg Config, objs ...client.Object) *fixture {
 	// apply of the boost annotation is emulated by applyWorkload.
 	scheme := NewScheme()
 	ot := clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjectTracker(ot).
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, ix := range cacheIndexes {
+		b = b.WithIndex(ix.obj, ix.field, ix.extract)
+	}
+	c := b.WithObjectTracker(ot).
 		WithStatusSubresource(&trainer.TrainJob{}, &kueue.Workload{}, &v1alpha1.ProgressForecast{}).
 		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			return applyWorkload(ctx, c, ot, obj, opts...)
@@ -637,5 +644,221 @@ func TestReconcileStopOptIn(t *testing.T) {
 	f.reconcile("a")
 	if wl := f.workload(wlA.Name); !ptr.Deref(wl.Spec.Active, true) {
 		t.Error("the planner deactivated again on the same decision")
+	}
+}
+
+// Issue 14: a tenant who can edit the ProgressForecast status forges the
+// stored decision (mode enforce, boost 2000000000, revision bumped). The
+// planner applies the current config's mode and the policy's boost range,
+// never the stored ones.
+func TestReconcileForgedDecision(t *testing.T) {
+	for _, mode := range []preempt.Mode{preempt.ModeAdvise, preempt.ModeEnforce} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Policy.Mode = mode
+			a := trainJob("a", "a-uid", nil)
+			wlA := workloadFor("trainjob-a-00001", a, true)
+			f := newFixture(t, cfg, a, wlA, localQueue())
+			hf := exampleHistory(t, "synth__early-plateau")
+			f.replayInto("a", hf.Reports[:len(hf.Reports)/5])
+
+			pf := f.pf("a")
+			var d preempt.Decision
+			if err := json.Unmarshal(pf.Status.Decision.Raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			d.Mode, d.Boost, d.AdvisedBoost = preempt.ModeEnforce, 2_000_000_000, 2_000_000_000
+			d.Action, d.AdvisedAction = preempt.ActionDeactivate, preempt.ActionDeactivate
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf.Status.Decision.Raw = raw
+			pf.Status.Mode = string(preempt.ModeEnforce)
+			pf.Status.AdvisedBoost = d.AdvisedBoost
+			pf.Status.Revision++
+			if err := f.c.Status().Update(context.Background(), pf); err != nil {
+				t.Fatal(err)
+			}
+			// A restarted planner reads the forged state back; the clock
+			// does not move, so no new forecast replaces the decision.
+			f.rec = f.newReconciler()
+			f.reconcile("a")
+
+			wl := f.workload(wlA.Name)
+			v, set := wl.Annotations[AnnotationPriorityBoost]
+			b, _ := strconv.Atoi(v)
+			p := cfg.Policy
+			switch {
+			case mode == preempt.ModeAdvise && set && b != 0:
+				t.Errorf("advise mode wrote priority-boost %q", v)
+			case set && (b < int(p.Boosts.Min) || b > int(p.Boosts.Max)):
+				t.Errorf("priority-boost %q outside the policy's [%d, %d]", v, p.Boosts.Min, p.Boosts.Max)
+			}
+			if wl.Spec.Active != nil && !*wl.Spec.Active {
+				t.Error("the forged Deactivate stopped the Workload")
+			}
+			st := f.pf("a").Status
+			if st.Mode != string(mode) {
+				t.Errorf("status mode %q, want the config's %q", st.Mode, mode)
+			}
+			var stored preempt.Decision
+			if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored.Mode != mode || stored.AdvisedBoost > p.Boosts.Max || st.AdvisedBoost != stored.AdvisedBoost {
+				t.Errorf("stored decision kept the forgery: mode %s advised %d (status %d)", stored.Mode, stored.AdvisedBoost, st.AdvisedBoost)
+			}
+			t.Logf("mode %s: annotation %q (set %v), status boost %d", mode, v, set, st.Boost)
+		})
+	}
+}
+
+// Issue 14: terminal escapes, NUL and bidirectional overrides in the
+// objective annotation and in reported metric names reach no status field
+// and no Event raw; the refused annotation is a Warning Event.
+func TestReconcileHostileText(t *testing.T) {
+	const hostile = "\x1b]0;PWNED\x07\x1b[2J\u202e\x00"
+	a := trainJob("a", "a-uid", map[string]string{AnnotationObjective: "eval_loss" + hostile})
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true))
+	hf := exampleHistory(t, "synth__inverse-power")
+	f.replayInto("a", hf.Reports[:5])
+	f.clock.Step(time.Second)
+	f.setStatus("a", forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "loss" + hostile, Value: "lots" + hostile}, {Name: "train_loss", Value: "1.5"}}})
+	f.reconcile("a")
+	f.replayInto("a", hf.Reports[5:12])
+
+	st := f.pf("a").Status
+	if st.ObjectiveSource != v1alpha1.ObjectiveDefault {
+		t.Errorf("objective %q from %q, want the default", st.Objective, st.ObjectiveSource)
+	}
+	texts := map[string]string{"objective": st.Objective, "lastRejection": st.LastRejection, "reason": st.Reason}
+	for _, c := range st.Conditions {
+		texts["condition "+c.Type] = c.Message
+	}
+	for _, e := range f.ev.events {
+		texts["Event "+e.reason] = e.note
+	}
+	for where, s := range texts {
+		if !printable(s) {
+			t.Errorf("%s is not printable: %q", where, s)
+		}
+	}
+	if !strings.Contains(st.LastRejection, `loss\x1b]0;PWNED\x07`) {
+		t.Errorf("lastRejection %q does not name the hostile metric, escaped", st.LastRejection)
+	}
+	ev := f.ev.byReason(ReasonInvalidObjective)
+	if len(ev) != 1 || !strings.Contains(ev[0].note, "only printable characters") {
+		t.Errorf("want one InvalidObjective Event about printable characters, got %+v", ev)
+	}
+	t.Logf("rejections %v, last %q; InvalidObjective: %s", st.Rejections, st.LastRejection, ev[0].note)
+}
+
+// Issue 14: Kueue's clock an hour ahead of the planner's. The admission
+// time is clamped to the planner's now (never "admitted -48m ago"), and
+// the skew is reported.
+func TestReconcileKueueClockAhead(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Evidence.MinAge = preempt.Dur(10 * time.Minute)
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	ahead := t0.Add(time.Hour)
+	for i := range wlA.Status.Conditions {
+		wlA.Status.Conditions[i].LastTransitionTime = metav1.NewTime(ahead)
+	}
+	f := newFixture(t, cfg, a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)/5])
+
+	st := f.pf("a").Status
+	var d preempt.Decision
+	if err := json.Unmarshal(st.Decision.Raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != preempt.Warming || !strings.Contains(d.Reason, "admitted 0s ago (need 10m)") || strings.Contains(d.Reason, "admitted -") {
+		t.Errorf("verdict %s: %s; want Warming, admitted 0s ago", d.Verdict, d.Reason)
+	}
+	wantAhead := ahead.Sub(f.clock.Now()).Seconds()
+	if got := metricValue(t, metricKueueClockAhead); got <= 0 || got > time.Hour.Seconds() {
+		t.Errorf("planner_kueue_clock_ahead_seconds %v, want in (0, 3600]", got)
+	} else {
+		t.Logf("planner_kueue_clock_ahead_seconds %v (Kueue's newest time is %vs ahead now); reason: %s", got, wantAhead, d.Reason)
+	}
+	if metricValue(t, metricFutureTimes) == 0 {
+		t.Error("planner_future_timestamps_total did not count the clamped times")
+	}
+}
+
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case out.Gauge != nil:
+		return out.Gauge.GetValue()
+	case out.Counter != nil:
+		return out.Counter.GetValue()
+	}
+	t.Fatalf("metric %v is neither a gauge nor a counter", m.Desc())
+	return 0
+}
+
+// Issue 14: wakeWaiting finds the waiting Workloads of one ClusterQueue
+// through the cache's indexes (its LocalQueues, their Workloads), never by
+// listing every Workload; highest effective priority first, then oldest;
+// foreign-owned annotations skipped; at most maxNudges.
+func TestWakeWaitingIndexed(t *testing.T) {
+	tj := trainJob("x", "x-uid", nil)
+	mk := func(name, namespace, queue string, prio int32, age time.Duration, boost string, admitted bool) *kueue.Workload {
+		wl := workloadFor(name, tj, admitted)
+		wl.Namespace, wl.Spec.QueueName, wl.Spec.Priority = namespace, kueue.LocalQueueName(queue), ptr.To(prio)
+		wl.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+		if boost != "" {
+			wl.Annotations = map[string]string{AnnotationPriorityBoost: boost}
+		}
+		return wl
+	}
+	lq := func(namespace, name, cq string) *kueue.LocalQueue {
+		return &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)}}
+	}
+	foreign := mk("foreign", "team", "lq", 100, time.Hour, "5", false)
+	f := newFixture(t, testConfig(),
+		lq("team", "lq", "cq"), lq("other", "lq2", "cq"), lq("team", "lq3", "elsewhere"),
+		mk("running", "team", "lq", 1000, time.Hour, "", true), // admitted: not waiting
+		mk("old-low", "team", "lq", 10, 3*time.Hour, "", false),
+		mk("new-high", "other", "lq2", 10, time.Hour, "+50", false), // effective 60
+		mk("old-high", "team", "lq", 60, 2*time.Hour, "", false),    // effective 60, older
+		mk("other-cq", "team", "lq3", 1000, time.Hour, "", false),
+		foreign,
+	)
+	if err := setManagedFields(f.ot, foreign, []metav1.ManagedFieldsEntry{mf("kubectl-annotate", metav1.ManagedFieldsOperationUpdate, "", boostFields)}); err != nil {
+		t.Fatal(err)
+	}
+	var unindexed []string
+	c := interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			if lo.FieldSelector == nil {
+				unindexed = append(unindexed, fmt.Sprintf("%T", list))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	w := &workloads{c: c, maxNudges: 2}
+	res, err := w.wakeWaiting(context.Background(), "cq", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"team/old-high", "other/new-high"}; !slices.Equal(res.Nudged, want) {
+		t.Errorf("nudged %v, want %v", res.Nudged, want)
+	}
+	wantSkipped := []string{"team/foreign: annotation owned by kubectl-annotate", "team/old-low: nudge limit reached"}
+	if !slices.Equal(res.Skipped, wantSkipped) {
+		t.Errorf("skipped %v, want %v", res.Skipped, wantSkipped)
+	}
+	if len(unindexed) > 0 {
+		t.Errorf("lists without an index: %v", unindexed)
 	}
 }

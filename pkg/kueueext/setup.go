@@ -138,6 +138,7 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 	}
 	p := &Planner{mgr: mgr, opts: opts}
 	p.rec = newTrainJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
+	p.rec.wl.indexer = mgr.GetFieldIndexer()
 	p.watcher = &apiWatcher{
 		probe:    func() (APIStatus, error) { return ProbeAPIs(disc) },
 		interval: opts.Config.CRDCheckInterval.Duration,

@@ -93,6 +93,7 @@ type TrainJobReconciler struct {
 
 	kueueReady atomic.Bool
 	arrivals   *arrivals
+	kueueClock kueueClock
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobState
@@ -182,7 +183,7 @@ func (r *TrainJobReconciler) event(regarding, related runtime.Object, typ, reaso
 	if isNilObject(related) {
 		related = nil
 	}
-	r.recorder.Eventf(regarding, related, typ, reason, action, "%s", truncateString(note, 1000))
+	r.recorder.Eventf(regarding, related, typ, reason, action, "%s", truncateString(outputText(note), 1000))
 }
 
 // isNilObject reports a nil interface or a typed nil pointer.
@@ -239,12 +240,19 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	r.minImprovement(&tj, st)
 
 	// 3. The Workload and the facts the policy needs.
-	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn)
+	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	jobDone := trainJobFinished(&tj) || (wf != nil && wf.Finished)
 	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !ptr.Deref(tj.Spec.Suspend, false)))
+
+	// The stored decision may have been edited by anyone who can write the
+	// status: it counts only as far as the current policy allows.
+	st.decision = preempt.Conform(st.decision, facts, r.cfg.Policy, nowSec)
+	if !st.decision.IsZero() {
+		st.work.AdvisedBoost = st.decision.AdvisedBoost
+	}
 
 	// 4. Forecast and decide when the rate limit allows.
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)
@@ -379,6 +387,14 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 	st.obj = pf.DeepCopy()
 	st.work = *pf.Status.DeepCopy()
 	st.work.History, st.work.Decision = nil, nil
+	// Stored times are the planner's own, unless someone edited them: one
+	// in the future would hold an eviction cooldown or a stop off forever.
+	now := r.clock.Now()
+	for _, t := range []*metav1.Time{st.work.BoostChangedTime, st.work.LastPlannerEvictionTime, st.work.DeactivatedTime} {
+		if t != nil {
+			t.Time = notAfter(t.Time, now)
+		}
+	}
 	limits := forecast.DefaultLimits()
 	limits.KeepMetrics = KeepMetrics(tj.Annotations)
 	st.hist = forecast.NewHistory(limits)
@@ -409,7 +425,8 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 		}
 	}
 	if pf.Status.Forecast != nil {
-		st.lastForecast = pf.Status.Forecast.Time.Time
+		// Never in the future: a forged time would hold off forecasts.
+		st.lastForecast = notAfter(pf.Status.Forecast.Time.Time, now)
 	}
 	st.objective = pf.Status.Objective
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
@@ -493,9 +510,10 @@ func (st *jobState) noteReportGap(now time.Time) {
 }
 
 func describeRejection(r forecast.Rejection) string {
-	s := string(r.Reason) + " " + r.Field
+	// Field and detail are the job's own text (metric names, values).
+	s := string(r.Reason) + " " + outputText(r.Field)
 	if r.Detail != "" {
-		s += " (" + truncateString(r.Detail, 64) + ")"
+		s += " (" + truncateString(outputText(r.Detail), 64) + ")"
 	}
 	return s
 }
@@ -558,11 +576,11 @@ func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobSta
 // workloadFacts finds the Workload and turns it into preempt.Facts. wf is
 // nil when there is no usable Workload. backoff > 0 asks for a quick retry
 // (duplicate Workloads).
-func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool) (
+func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool, now time.Time) (
 	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
 	facts = preempt.Facts{Namespace: tj.Namespace, StopOptIn: stopOptIn}
 	if t := st.work.LastPlannerEvictionTime; t != nil {
-		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(t.Time))
+		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(notAfter(t.Time, now)))
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionWorkloadFound}
 	key := "none"
@@ -600,7 +618,9 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 			st.work.Workload, st.work.ClusterQueue = wl.Name, f.ClusterQueue
 			facts.BasePriority, facts.GPUs, facts.Evictions, facts.ClusterQueue = f.BasePriority, f.GPUs, f.Evictions, f.ClusterQueue
 			if f.Running() && f.AdmittedAt != nil {
-				facts.AdmittedAt = ptr.To(unixSeconds(*f.AdmittedAt))
+				// Clamped for the policy only: the raw time tells a
+				// readmission apart.
+				facts.AdmittedAt = ptr.To(unixSeconds(r.kueueClock.read(*f.AdmittedAt, now)))
 				if st.admittedAt != nil && !st.admittedAt.Equal(*f.AdmittedAt) {
 					// Readmitted: the job restarts from a checkpoint even
 					// when its counters will not show it.
@@ -619,9 +639,11 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 				lastEv = &t.Time
 			}
 			if at := PlannerEviction(f.Evicted, st.work.Boost, boostChanged, deactivated, lastEv); at != nil {
+				// Stored as Kueue stamped it (the next eviction is told
+				// apart by it), clamped for the policy.
 				mt := metav1.NewTime(*at)
 				st.work.LastPlannerEvictionTime = &mt
-				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(*at))
+				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(r.kueueClock.read(*at, now)))
 			}
 			admitted := ""
 			if f.AdmittedAt != nil {
@@ -697,7 +719,7 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	st.work.Forecast = Summarize(f)
 	st.work.Verdict = string(d.Verdict)
 	st.work.AdvisedBoost = d.AdvisedBoost
-	st.work.Reason = truncateString(d.Reason, 2000)
+	st.work.Reason = truncateString(outputText(d.Reason), 2000)
 
 	distrustStarted := d.Distrust != nil && prev.Distrust == nil
 	if distrustStarted {
@@ -755,10 +777,7 @@ func formatCounts(m map[forecast.RejectReason]int) string {
 func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) error {
 	d := st.decision
-	mode := string(d.Mode)
-	if mode == "" {
-		mode = string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
-	}
+	mode := string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
 	enforce := preempt.Mode(mode) == preempt.ModeEnforce
 	owned := wf != nil && PlannerOwnsBoost(wl.ManagedFields)
 	st.work.Boost = 0

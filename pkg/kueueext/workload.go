@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -312,6 +313,55 @@ type workloads struct {
 	c         client.Client
 	gpu       corev1.ResourceName
 	maxNudges int
+
+	// indexer registers cacheIndexes with the manager's cache on first
+	// use (nil: the client has them, as the tests' fake client does).
+	// Lazily, because Kueue's CRDs may appear only after the planner
+	// starts, and only on the replica that leads.
+	indexer client.FieldIndexer
+	mu      sync.Mutex
+	indexed bool
+}
+
+// Field indexes of the cache that wakeWaiting lists by: a ClusterQueue's
+// LocalQueues, and a LocalQueue's Workloads (a waiting Workload's
+// ClusterQueue is its LocalQueue's).
+const (
+	indexLocalQueueClusterQueue = "spec.clusterQueue"
+	indexWorkloadQueueName      = "spec.queueName"
+)
+
+// cacheIndexes are those indexes, for the manager's cache and for the
+// tests' fake client.
+var cacheIndexes = []struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}{
+	{&kueue.LocalQueue{}, indexLocalQueueClusterQueue, func(o client.Object) []string {
+		return []string{string(o.(*kueue.LocalQueue).Spec.ClusterQueue)}
+	}},
+	{&kueue.Workload{}, indexWorkloadQueueName, func(o client.Object) []string {
+		return []string{string(o.(*kueue.Workload).Spec.QueueName)}
+	}},
+}
+
+func (w *workloads) ensureIndexes(ctx context.Context) error {
+	if w.indexer == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.indexed {
+		return nil
+	}
+	for _, ix := range cacheIndexes {
+		if err := w.indexer.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
+			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	w.indexed = true
+	return nil
 }
 
 // find lists the TrainJob's Workloads by the job-uid label and selects one.
@@ -386,41 +436,52 @@ func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except
 	if clusterQueue == "" || w.maxNudges == 0 {
 		return res, nil
 	}
-	var list kueue.WorkloadList
-	if err := w.c.List(ctx, &list); err != nil {
+	if err := w.ensureIndexes(ctx); err != nil {
 		return res, err
 	}
-	lqCache := map[string]string{}
-	var waiting []*kueue.Workload
-	for i := range list.Items {
-		wl := &list.Items[i]
-		if wl.UID == except || wl.DeletionTimestamp != nil {
-			continue
-		}
-		f := ReadWorkload(wl, "")
-		if !f.Pending() || w.clusterQueueOf(ctx, wl, lqCache) != clusterQueue {
-			continue
-		}
-		waiting = append(waiting, wl)
+	var lqs kueue.LocalQueueList
+	if err := w.c.List(ctx, &lqs, client.MatchingFields{indexLocalQueueClusterQueue: clusterQueue}); err != nil {
+		return res, fmt.Errorf("list LocalQueues of ClusterQueue %s: %w", clusterQueue, err)
 	}
-	eff := func(wl *kueue.Workload) int64 {
-		f := ReadWorkload(wl, "")
-		return int64(f.BasePriority) + int64(f.Boost)
+	// Read each candidate once (managedFields are JSON): the sort compares
+	// the keys computed here.
+	type candidate struct {
+		wl      *kueue.Workload
+		eff     int64
+		foreign []string
 	}
-	slices.SortFunc(waiting, func(a, b *kueue.Workload) int {
-		if c := cmp.Compare(eff(b), eff(a)); c != 0 {
+	var waiting []candidate
+	for _, lq := range lqs.Items {
+		var list kueue.WorkloadList
+		if err := w.c.List(ctx, &list, client.InNamespace(lq.Namespace), client.MatchingFields{indexWorkloadQueueName: lq.Name}); err != nil {
+			return res, fmt.Errorf("list Workloads of LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+		}
+		for i := range list.Items {
+			wl := &list.Items[i]
+			if wl.UID == except || wl.DeletionTimestamp != nil {
+				continue
+			}
+			f := ReadWorkload(wl, "")
+			if f.Pending() {
+				waiting = append(waiting, candidate{wl, int64(f.BasePriority) + int64(f.Boost), f.ForeignOwners})
+			}
+		}
+	}
+	slices.SortFunc(waiting, func(a, b candidate) int {
+		if c := cmp.Compare(b.eff, a.eff); c != 0 {
 			return c
 		}
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		return a.wl.CreationTimestamp.Compare(b.wl.CreationTimestamp.Time)
 	})
-	for _, wl := range waiting {
+	for _, cand := range waiting {
+		wl := cand.wl
 		key := wl.Namespace + "/" + wl.Name
 		if len(res.Nudged) >= w.maxNudges {
 			res.Skipped = append(res.Skipped, key+": nudge limit reached")
 			continue
 		}
-		if foreign := ForeignBoostOwners(wl.ManagedFields); len(foreign) > 0 {
-			res.Skipped = append(res.Skipped, key+": annotation owned by "+strings.Join(foreign, ", "))
+		if len(cand.foreign) > 0 {
+			res.Skipped = append(res.Skipped, key+": annotation owned by "+strings.Join(cand.foreign, ", "))
 			continue
 		}
 		cur, set := wl.Annotations[AnnotationPriorityBoost]

@@ -280,6 +280,9 @@ func DefaultPolicy() Policy {
 // their DefaultPolicy value; unknown fields and duplicate keys are errors, and
 // the result is validated.
 func ParsePolicy(data []byte) (Policy, error) {
+	if err := yamlfields.Check(data); err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
 	p := DefaultPolicy()
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		if paths := unknownFields(data); len(paths) > 0 {

@@ -254,3 +254,17 @@ func TestDocsDefaults(t *testing.T) {
 		}
 	}
 }
+
+// Issue 14: a second document and non-finite numbers are refused, naming
+// where they are.
+func TestParsePolicyRefusesSecondDocumentAndNonFinite(t *testing.T) {
+	for in, want := range map[string]string{
+		"mode: advise\n---\nmode: enforce\n":   "second YAML document at line 2",
+		"plateau:\n  enterProbability: .nan\n": "plateau.enterProbability (line 2)",
+		"evidence: {confidenceFloor: -.inf}\n": "evidence.confidenceFloor (line 1)",
+	} {
+		if _, err := ParsePolicy([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePolicy(%q): error %v, want one containing %q", in, err, want)
+		}
+	}
+}

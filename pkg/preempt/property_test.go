@@ -3,6 +3,7 @@ package preempt
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +145,9 @@ func TestPropertyBoundsRateCapAndStop(t *testing.T) {
 						f := sc.gen(r, now)
 						d = Decide(f, facts, d, p)
 						checkDecision(t, p, d)
+						if c := Conform(d, facts, p, d.At); !reflect.DeepEqual(c, d) {
+							t.Fatalf("Conform changed a decision Decide made:\n got %+v\nwant %+v", c, d)
+						}
 						if seq%25 == 0 {
 							d = roundTrip(t, d)
 						}

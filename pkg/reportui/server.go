@@ -25,7 +25,10 @@ import (
 
 // Options configure the page.
 type Options struct {
-	// Addr is the listen address (":8082"); "0" or "" disables the page.
+	// Addr is the listen address; "0" or "" disables the page. Without a
+	// host (":8082") it is loopback: the page has no authentication, so
+	// serving it beyond this machine takes an explicit host
+	// ("0.0.0.0:8082", "[::]:8082" or an interface's address).
 	Addr string
 	// Refresh is how often the report is rebuilt and the page reloads
 	// itself (default 30s).
@@ -44,11 +47,13 @@ type Server struct {
 	opt        Options
 	cache, api client.Reader
 
-	mu      sync.RWMutex
-	html    []byte
-	json    []byte
-	lastErr error
-	built   time.Time
+	mu   sync.RWMutex
+	html []byte
+	json []byte
+	// failed says what the last build failed at, for the error page (the
+	// error itself, with internal URLs, goes to the log only).
+	failed string
+	built  time.Time
 	// bound is the listener's address once Start listens (tests use
 	// ":0").
 	bound chan string
@@ -73,7 +78,7 @@ func New(cache, api client.Reader, opt Options) *Server {
 func (s *Server) Rebuild(ctx context.Context) error {
 	snap, err := clusterview.ReadWith(ctx, s.cache, s.api, "")
 	if err != nil {
-		s.setErr(err)
+		s.setFailed("reading the cluster failed")
 		return err
 	}
 	in, notes := snap.ReportInput(clusterview.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now()})
@@ -83,25 +88,25 @@ func (s *Server) Rebuild(ctx context.Context) error {
 	r := report.Build(in)
 	var h, j bytes.Buffer
 	if err := r.Write(&h, "html"); err != nil {
-		s.setErr(err)
+		s.setFailed("rendering the report failed")
 		return err
 	}
 	if err := r.Write(&j, "json"); err != nil {
-		s.setErr(err)
+		s.setFailed("rendering the report failed")
 		return err
 	}
 	for _, n := range append(snap.Missing, notes...) {
 		s.opt.Log.V(1).Info("report page", "note", n)
 	}
 	s.mu.Lock()
-	s.html, s.json, s.lastErr, s.built = h.Bytes(), j.Bytes(), nil, s.opt.Now()
+	s.html, s.json, s.failed, s.built = h.Bytes(), j.Bytes(), "", s.opt.Now()
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *Server) setErr(err error) {
+func (s *Server) setFailed(what string) {
 	s.mu.Lock()
-	s.lastErr = err
+	s.failed = what
 	s.mu.Unlock()
 }
 
@@ -114,7 +119,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.RLock()
-	html, js, lastErr := s.html, s.json, s.lastErr
+	html, js, failed := s.html, s.json, s.failed
 	s.mu.RUnlock()
 	var body []byte
 	ctype := ""
@@ -129,8 +134,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if body == nil {
 		msg := "the report is not built yet"
-		if lastErr != nil {
-			msg += ": " + lastErr.Error()
+		if failed != "" {
+			msg += ": " + failed + " (the planner's log has the details)"
 		}
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, msg, http.StatusServiceUnavailable)
@@ -162,9 +167,13 @@ func (s *Server) Addr(ctx context.Context) (string, error) {
 // Start listens on Options.Addr, rebuilds the report every Refresh and
 // serves it until ctx ends (a controller-runtime Runnable).
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.opt.Addr)
+	addr, err := ListenAddr(s.opt.Addr)
 	if err != nil {
-		return fmt.Errorf("report page: listen %s: %w", s.opt.Addr, err)
+		return fmt.Errorf("report page: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("report page: listen %s: %w", addr, err)
 	}
 	s.bound <- ln.Addr().String()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
@@ -188,9 +197,28 @@ func (s *Server) Start(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	s.opt.Log.Info("serving the read-only report page", "addr", ln.Addr().String(), "refresh", s.opt.Refresh)
+	s.opt.Log.Info("serving the read-only report page", "addr", ln.Addr().String(), "refresh", s.opt.Refresh,
+		"loopbackOnly", isLoopback(ln.Addr()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("report page: %w", err)
 	}
 	return nil
+}
+
+// ListenAddr is the address the page listens on for addr: loopback
+// (127.0.0.1) when addr names no host.
+func ListenAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: want [HOST]:PORT: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
