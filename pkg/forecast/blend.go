@@ -22,9 +22,9 @@ type blended struct {
 	// better than the curve did (under half its squared error); the time to
 	// target then follows the line.
 	lineBetter bool
-	hSpan   float64 // axis length of the hindcast horizon
-	xLast   float64
-	lo, hi  float64 // physical bounds of the oriented metric (±Inf when none)
+	hSpan      float64 // axis length of the hindcast horizon
+	xLast      float64
+	lo, hi     float64 // physical bounds of the oriented metric (±Inf when none)
 }
 
 // newBlended fits the hindcast and returns the blend around cf.
