@@ -155,6 +155,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		if am, ap, ok := activityStats(act); ok && hangThreshold(am, ap, s) > thr {
 			thr, basis = hangThreshold(am, ap, s), fmt.Sprintf("the %.0fs median interval between changes", am)
 		}
+		f.HangAfter = ptr(thr)
 		if f.SinceProgress > thr {
 			f.Hung = true
 			f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× %s + %.0fs)",
@@ -337,7 +338,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		f.PlateauProbability, f.RelativeRemaining = 1, ptr(0)
 	case "stall":
 		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
-	case "learningRateFalling", "meaningfulGainAhead":
+	case "learningRateFalling", "meaningfulGainAhead", "shortFlatBeforeAnneal":
 		// Held back: below the threshold, so no new plateau is called, but
 		// not to zero, so a policy's exit hysteresis still holds a job
 		// already judged plateaued against one noisy window.

@@ -74,6 +74,10 @@ type Forecast struct {
 	NonFinite  bool   `json:"nonFinite,omitempty"`
 	Hung       bool   `json:"hung"`
 	HangReason string `json:"hangReason,omitempty"`
+	// HangAfter is the hang threshold in seconds of silence (absent with
+	// too few reports to know the job's rhythm). The policy measures the
+	// silence from a readmission, not from before the job was evicted.
+	HangAfter *float64 `json:"hangAfter,omitempty"`
 
 	// Integrity holds the plausibility evidence about tenant-reported
 	// progress; the policy turns it into the Untrusted verdict.

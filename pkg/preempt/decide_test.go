@@ -837,3 +837,26 @@ func TestNearDoneLiftsYieldWithoutDwell(t *testing.T) {
 		t.Fatalf("protection after the dwell: %s", d.Reason)
 	}
 }
+
+// Silence is measured from a readmission: a job evicted before its last
+// report and readmitted recently is not Hung for the time it waited in the
+// queue, only once it stays silent past the threshold after the readmission.
+func TestHungCountsSilenceFromReadmission(t *testing.T) {
+	p := DefaultPolicy()
+	now := t0 + 20*3600
+	f := with(fcHung(now), func(f *forecast.Forecast) {
+		f.SinceProgress = 10 * 3600 // the last report came before the eviction
+		f.HangAfter = fp(1800)
+	})
+	facts := running()
+	facts.AdmittedAt = fp(now - 1200) // readmitted 20 minutes ago, no report since
+	if d := Decide(f, facts, Decision{}, p); d.Verdict == Hung {
+		t.Errorf("silent 20m since the readmission, threshold 30m: verdict %s (%s)", d.Verdict, d.Reason)
+	}
+	facts.AdmittedAt = fp(now - 2400) // 40 minutes: past the threshold
+	d := Decide(f, facts, Decision{}, p)
+	if d.Verdict != Hung {
+		t.Errorf("silent 40m since the readmission, threshold 30m: verdict %s (%s)", d.Verdict, d.Reason)
+	}
+	wantContains(t, d.Reason, "no progress for 40m")
+}

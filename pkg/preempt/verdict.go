@@ -204,8 +204,18 @@ func hung(in *ruleInput, w *text) bool {
 	if !f.Hung {
 		return false
 	}
+	// Time spent evicted and waiting in the queue is not silence: measured
+	// from a (re)admission after the last activity, the job must still be
+	// silent past the threshold.
+	silence := f.SinceProgress
+	if a := in.facts.AdmittedAt; a != nil && finite(*a) && f.Now-*a < silence {
+		silence = math.Max(0, f.Now-*a)
+	}
+	if f.HangAfter != nil && silence <= *f.HangAfter {
+		return false
+	}
 	w.str("no progress for ")
-	w.dur(f.SinceProgress)
+	w.dur(silence)
 	if r := oneLine(f.HangReason); r != "" {
 		w.str(" (planner: ", r, ")")
 	} else if f.ReportInterval != nil {
