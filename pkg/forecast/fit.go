@@ -43,6 +43,11 @@ type Settings struct {
 	// learning rate must be flat for this share of its planned run before
 	// a plateau is called (its schedule may still anneal).
 	PlateauAnnealShare float64
+	// StepJumpShare: one observation that gains this share of all the
+	// gain before it (and several times its recent gains) is a step of
+	// the learning-rate schedule; a job with such steps is held for its
+	// step period.
+	StepJumpShare float64
 	// HangMultiple and HangSlack: hung after HangMultiple normal report
 	// intervals (up to one more for irregular reporters) plus HangSlack
 	// seconds without progress.
@@ -87,6 +92,7 @@ func DefaultSettings() Settings {
 		PlateauStallMaxShare:     0.5,
 		MinImprovement:           0.01,
 		PlateauAnnealShare:       0.15,
+		StepJumpShare:            0.2,
 		HangMultiple:             2,
 		HangSlack:                45,
 		DivergeNoise:             6,
@@ -338,7 +344,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		f.PlateauProbability, f.RelativeRemaining = 1, ptr(0)
 	case "stall":
 		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
-	case "learningRateFalling", "meaningfulGainAhead", "shortFlatBeforeAnneal":
+	case "learningRateFalling", "meaningfulGainAhead", "shortFlatBeforeAnneal", "stepScheduleAhead":
 		// Held back: below the threshold, so no new plateau is called, but
 		// not to zero, so a policy's exit hysteresis still holds a job
 		// already judged plateaued against one noisy window.

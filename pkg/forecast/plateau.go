@@ -33,11 +33,15 @@ import (
 //     learning rate will most likely anneal by its end (step and decay
 //     schedules); it must have been flat for PlateauAnnealShare of its
 //     planned run.
-//  6. curve: the curve's plateau probability is at least PlateauThreshold.
-//  7. stall: the best value gained less than PlateauEpsilon of the gain so
+//  6. stepScheduleAhead: a job with a fixed total whose own history shows
+//     step-schedule jumps (one observation gaining StepJumpShare of all the
+//     gain before it, several times its recent per-observation gains) is
+//     held while it has been flat for less than its longest step period.
+//  7. curve: the curve's plateau probability is at least PlateauThreshold.
+//  8. stall: the best value gained less than PlateauEpsilon of the gain so
 //     far over the stall window, and the curve does not expect
 //     PlateauStallMaxRemaining of it still.
-//  8. otherwise not plateaued.
+//  9. otherwise not plateaued.
 type plateauInput struct {
 	obs  []objPoint
 	h    *History
@@ -67,6 +71,7 @@ var plateauRules = [...]plateauRule{
 	{"learningRateFalling", learningRateFalling},
 	{"meaningfulGainAhead", meaningfulGainAhead},
 	{"shortFlatBeforeAnneal", shortFlatBeforeAnneal},
+	{"stepScheduleAhead", stepScheduleAhead},
 	{"curve", curvePlateau},
 	{"stall", stallPlateau},
 }
@@ -214,6 +219,59 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("no learning rate reported and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", 100*in.s.PlateauAnnealShare)
+}
+
+// stepScheduleAhead: see the rule list. The step period is the longest
+// axis distance from the start to the first jump or between jumps; the job
+// is held while less than that has passed since its last jump.
+func stepScheduleAhead(in *plateauInput) (bool, string) {
+	if !in.fixed || in.s.StepJumpShare <= 0 {
+		return false, ""
+	}
+	xLast := in.obs[len(in.obs)-1].x
+	if in.xEnd <= xLast {
+		return false, ""
+	}
+	jumps := stepJumps(in.obs, in.s.StepJumpShare)
+	if len(jumps) == 0 {
+		return false, ""
+	}
+	period, prev := 0.0, in.obs[0].x
+	for _, i := range jumps {
+		period = math.Max(period, in.obs[i].x-prev)
+		prev = in.obs[i].x
+	}
+	now := math.Max(xLast, axisAt(in.last, in.xEnd))
+	if now-prev >= period {
+		return false, ""
+	}
+	span := in.xEnd - in.obs[0].x
+	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), %.0f%% of the planned run apart; flat for %.0f%% of it since the last",
+		len(jumps), 100*period/span, 100*(now-prev)/span)
+}
+
+// stepJumps are the observations that improved on the best before them by
+// at least share of all the gain before them and by at least three times
+// the median per-observation gain of the five observations before them:
+// the discontinuity a learning-rate step makes, not the steep start every
+// run has.
+func stepJumps(obs []objPoint, share float64) []int {
+	var out []int
+	best := obs[0].y
+	for i := 1; i < len(obs); i++ {
+		gain, jump := obs[0].y-best, best-obs[i].y
+		if i >= 6 && gain > 0 && jump >= share*gain {
+			var d []float64
+			for k := i - 5; k < i; k++ {
+				d = append(d, math.Max(0, obs[k-1].y-obs[k].y))
+			}
+			if jump >= 3*median(d) {
+				out = append(out, i)
+			}
+		}
+		best = math.Min(best, obs[i].y)
+	}
+	return out
 }
 
 // axisAt is the job's current position on the axis whose end is xEnd.

@@ -105,3 +105,24 @@ func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
 		t.Errorf("flat for 30%% of the budget not plateaued: %q", f.PlateauReason)
 	}
 }
+
+// A step schedule (a loss that drops in one evaluation at a third of the
+// run, flat before and after) holds the plateau call for as long as the
+// job's own step period; past it, a flat job is plateaued.
+func TestPlateauStepScheduleAhead(t *testing.T) {
+	const n = 300 // 3000 steps, 10 s per 10 steps
+	h := scheduled(n, func(step float64) map[string]float64 {
+		l := 3 + 2*math.Exp(-step/150) + 0.002*math.Sin(step)
+		if step >= 1000 {
+			l -= 0.8 // the learning-rate step
+		}
+		return map[string]float64{"loss": l}
+	})
+	s := DefaultSettings()
+	if f := fitAt(h, lossMin, 1800, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "step schedule") {
+		t.Errorf("at 60%%, flat for less than the step period: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(h, lossMin, 2400, s); !f.Plateaued {
+		t.Errorf("at 80%%, flat for longer than the step period: not plateaued: %q", f.PlateauReason)
+	}
+}
