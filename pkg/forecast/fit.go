@@ -373,6 +373,14 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	}
 	if !f.Diverging {
 		f.Diverging, f.DivergenceReason = divergence(obs, s)
+		// An evaluated objective rising while the training loss still
+		// falls is overfitting, not a run blowing up: the plateau rules
+		// call it (rule overfitting), the divergence test does not.
+		if f.Diverging {
+			if over, _ := overfitting(&pin); over {
+				f.Diverging, f.DivergenceReason = false, ""
+			}
+		}
 	}
 
 	f.Integrity = integrity(h, axis, f.ETA, now)

@@ -126,7 +126,9 @@ func overfitting(in *plateauInput) (bool, string) {
 		if math.IsNaN(v) {
 			continue
 		}
-		if p.T <= tb {
+		if p.T <= tb || math.IsNaN(atBest) {
+			// The value at the objective's best, or the first one logged
+			// after it (a trainer may log its loss less often).
 			atBest = v
 		}
 		latest = v

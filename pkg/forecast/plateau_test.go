@@ -74,14 +74,21 @@ func TestPlateauOverfitting(t *testing.T) {
 	h := scheduled(n, func(step float64) map[string]float64 {
 		ev := 1 + 2/(1+step/100)
 		if step > 1500 {
-			ev = 1 + 2/(1+1500.0/100) + 0.0004*(step-1500)
+			ev = 1 + 2/(1+1500.0/100) + 0.001*(step-1500)
 		}
-		return map[string]float64{"eval_loss": ev, "loss": 0.5 + 2/(1+step/100), "learning_rate": 1e-3 * (1 - step/(10*n))}
+		ms := map[string]float64{"eval_loss": ev, "learning_rate": 1e-3 * (1 - step/(10*n))}
+		if step > 400 { // the trainer logs its loss only from step 400 on
+			ms["loss"] = 0.5 + 2/(1+step/100)
+		}
+		return ms
 	})
 	evalMin := Objective{Metric: "eval_loss", Direction: Minimize}
 	f := fitAt(h, evalMin, 0.8*10*n, DefaultSettings())
 	if !f.Plateaued || !strings.HasPrefix(f.PlateauReason, "overfitting") {
 		t.Errorf("overfitting not called: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f.Diverging {
+		t.Errorf("overfitting flagged as divergence: %s", f.DivergenceReason)
 	}
 }
 
