@@ -11,7 +11,7 @@ BENCH   ?= .
 COUNT   ?= 6
 FUZZTIME ?= 30s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
+.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
 
 all: build
 
@@ -63,6 +63,9 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 
 backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] (no DATA: embedded synthetic examples)
 	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) $(DATA)
+
+backtest-lodo: ## make backtest-lodo DATA=../shared/data/curves: each dataset's figures under constants chosen without it (docs/backtest.md 7.2)
+	$(GO) run ./cmd/planner backtest --leave-one-dataset-out $(DATA)
 
 capacity-backtest: ## The capacity forecast's 1h-interval coverage on the built-in simulator scenario (docs/report.md).
 	$(GO) run ./cmd/planner simulate --capacity-backtest

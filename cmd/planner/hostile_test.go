@@ -38,6 +38,10 @@ func TestAbsurdFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"simulate", "--reports-per-run", "1000000000"}, "reportsPerRun 1000000000 must be in [1,"},
 		{[]string{"simulate", "--cadence-min", "1e308"}, fmt.Sprintf("must be a number of seconds in [0, %d]", simulator.MaxSeconds)},
 		{[]string{"replay", steps, "--trainjob", "a/b", "--from", "1e308"}, fmt.Sprintf("--from 1e+308: want seconds in [0, %d]", maxRunSeconds)},
+		{[]string{"run", "--kube-api-qps", "1e9"}, fmt.Sprintf("must be in (0, %d]", maxAPIQPS)},
+		{[]string{"run", "--kube-api-burst", "-1"}, fmt.Sprintf("in [1, %d]", maxAPIBurst)},
+		{[]string{"run", "--ui-refresh", "1ns"}, "--ui-refresh 1ns must be in [1s, 1h]"},
+		{[]string{"run", "-v", "99"}, "-v 99 must be in [0, 10]"},
 	}
 	for _, c := range cases {
 		_, _, err := runCLI(nil, c.args...)

@@ -73,6 +73,12 @@ docs/controller.md describes everything in detail.`,
 	return cmd
 }
 
+// Limits of planner run's flags (docs/limits.md).
+const (
+	maxAPIQPS   = 10000
+	maxAPIBurst = 100000
+)
+
 func runController(cmd *cobra.Command, fl runFlags) error {
 	if fl.logFormat != "json" && fl.logFormat != "text" {
 		return usageErrorf("--log-format %q: want json or text", fl.logFormat)
@@ -97,8 +103,14 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	if !(fl.apiQPS > 0) || fl.apiBurst < 1 {
-		return usageErrorf("--kube-api-qps and --kube-api-burst must be positive")
+	if !(fl.apiQPS > 0 && fl.apiQPS <= maxAPIQPS) || fl.apiBurst < 1 || fl.apiBurst > maxAPIBurst {
+		return usageErrorf("--kube-api-qps %g must be in (0, %d] and --kube-api-burst %d in [1, %d]", fl.apiQPS, maxAPIQPS, fl.apiBurst, maxAPIBurst)
+	}
+	if fl.uiRefresh < time.Second || fl.uiRefresh > time.Hour {
+		return usageErrorf("--ui-refresh %s must be in [1s, 1h]", fl.uiRefresh)
+	}
+	if fl.verbosity < 0 || fl.verbosity > 10 {
+		return usageErrorf("-v %d must be in [0, 10]", fl.verbosity)
 	}
 	rc, err := restConfig(fl.kubeconfig, fl.context)
 	if err != nil {

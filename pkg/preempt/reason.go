@@ -155,6 +155,10 @@ func (w *text) boost(b int32) {
 // finite. Commands that print next to reasons use it to read alike.
 func FormatDuration(sec float64) string { return fmtDur(sec) }
 
+// maxDurSec is the longest duration printed (about 31,700 years); longer
+// ones print as "?".
+const maxDurSec = 1e12
+
 // fmtDur is FormatDuration.
 func fmtDur(sec float64) string {
 	var buf [24]byte
@@ -162,7 +166,9 @@ func fmtDur(sec float64) string {
 }
 
 func appendDur(b []byte, sec float64) []byte {
-	if !finite(sec) {
+	// Beyond maxDurSec no duration means anything, and int64 seconds
+	// would overflow past ~9e18.
+	if !finite(sec) || math.Abs(sec) > maxDurSec {
 		return append(b, '?')
 	}
 	if sec < 0 {

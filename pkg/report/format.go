@@ -8,7 +8,9 @@ import (
 
 // fmtDur prints seconds as a short Go-like duration: 45s, 12m, 2h10m, 3d4h.
 func fmtDur(sec float64) string {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+	// Beyond 1e12 s (about 31,700 years) no duration means anything, and
+	// int64 seconds would overflow past ~9e18.
+	if math.IsNaN(sec) || math.IsInf(sec, 0) || math.Abs(sec) > 1e12 {
 		return "?"
 	}
 	neg := sec < 0
