@@ -130,6 +130,33 @@ func countDOM(doc *html.Node) domCounts {
 	return d
 }
 
+// refusedOffLoopback dials port on every non-loopback address of this
+// machine and fails if one accepts: `--ui-addr :PORT` is loopback only.
+func refusedOffLoopback(t *testing.T, port string) {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		tried++
+		target := net.JoinHostPort(ipn.IP.String(), port)
+		if conn, err := net.DialTimeout("tcp", target, 5*time.Second); err == nil {
+			conn.Close()
+			t.Errorf("the live page accepted a connection on %s, a non-loopback address", target)
+		}
+	}
+	if tried == 0 {
+		t.Fatal("this machine has no non-loopback address to check the live page's binding from")
+	}
+	t.Logf("the live page refused port %s on %d non-loopback address(es)", port, tried)
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -173,7 +200,12 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", addr, "--ui-refresh", "2s", "--log-format", "text")
+	// A host-less address: the page must listen on loopback by default.
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", ":"+port, "--ui-refresh", "2s", "--log-format", "text")
 	run.Stdout, run.Stderr = logf, logf
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -235,6 +267,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s: %d, want 405", url, resp.StatusCode)
 	}
+	// Served on loopback (above), refused from this machine's other
+	// addresses.
+	refusedOffLoopback(t, port)
 
 	// The page is rebuilt every 2 s: poll the rendered DOM until it shows
 	// what the cluster holds.
