@@ -94,11 +94,7 @@ func divergence(obs []objPoint, s Settings) (bool, string) {
 		best = math.Min(best, o.y)
 	}
 	gain := first - best
-	diffs := make([]float64, 0, n-1)
-	for i := 1; i < n-2; i++ {
-		diffs = append(diffs, math.Abs(obs[i].y-obs[i-1].y))
-	}
-	sigma := 1.4826 * median(diffs) / math.Sqrt2
+	sigma := noiseScale(obs[:n-2])
 	thr := math.Max(s.DivergeNoise*sigma, s.DivergeShare*gain)
 	if thr <= 0 {
 		return false, ""

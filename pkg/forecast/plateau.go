@@ -262,14 +262,8 @@ func stepJumps(obs []objPoint, share float64) []int {
 	best := obs[0].y
 	for i := 1; i < len(obs); i++ {
 		gain, jump := obs[0].y-best, best-obs[i].y
-		if i >= 6 && gain > 0 && jump >= share*gain {
-			var d []float64
-			for k := i - 5; k < i; k++ {
-				d = append(d, math.Max(0, obs[k-1].y-obs[k].y))
-			}
-			if jump >= 3*median(d) {
-				out = append(out, i)
-			}
+		if i >= 6 && gain > 0 && jump >= share*gain && jump >= 3*recentEvalGain(obs[:i]) {
+			out = append(out, i)
 		}
 		best = math.Min(best, obs[i].y)
 	}

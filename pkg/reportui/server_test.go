@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/progress-planner/planner/internal/testnet"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/report"
 )
@@ -140,18 +141,14 @@ func TestServerListensOnLoopbackByDefault(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	addrs, err := net.InterfaceAddrs()
+	ips, err := testnet.NonLoopbackIPs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tried := 0
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
-			continue
-		}
+	for _, ip := range ips {
 		tried++
-		target := net.JoinHostPort(ipn.IP.String(), port)
+		target := net.JoinHostPort(ip.String(), port)
 		conn, err := net.DialTimeout("tcp", target, 5*time.Second)
 		if err == nil {
 			conn.Close()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/internal/testnet"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -134,18 +135,14 @@ func countDOM(doc *html.Node) domCounts {
 // machine and fails if one accepts: `--ui-addr :PORT` is loopback only.
 func refusedOffLoopback(t *testing.T, port string) {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ips, err := testnet.NonLoopbackIPs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tried := 0
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
-			continue
-		}
+	for _, ip := range ips {
 		tried++
-		target := net.JoinHostPort(ipn.IP.String(), port)
+		target := net.JoinHostPort(ip.String(), port)
 		if conn, err := net.DialTimeout("tcp", target, 5*time.Second); err == nil {
 			conn.Close()
 			t.Errorf("the live page accepted a connection on %s, a non-loopback address", target)
