@@ -135,18 +135,12 @@ func countDOM(doc *html.Node) domCounts {
 // machine and fails if one accepts: `--ui-addr :PORT` is loopback only.
 func refusedOffLoopback(t *testing.T, port string) {
 	t.Helper()
-	ips, err := testnet.NonLoopbackIPs()
+	tried, accepted, err := testnet.DialOffLoopback(port, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried := 0
-	for _, ip := range ips {
-		tried++
-		target := net.JoinHostPort(ip.String(), port)
-		if conn, err := net.DialTimeout("tcp", target, 5*time.Second); err == nil {
-			conn.Close()
-			t.Errorf("the live page accepted a connection on %s, a non-loopback address", target)
-		}
+	for _, target := range accepted {
+		t.Errorf("the live page accepted a connection on %s, a non-loopback address", target)
 	}
 	if tried == 0 {
 		t.Fatal("this machine has no non-loopback address to check the live page's binding from")
