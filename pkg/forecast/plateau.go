@@ -100,8 +100,18 @@ func tooFewObservations(in *plateauInput) (bool, string) {
 // noise and 1 % of its value, and the training loss improved over the same
 // stretch.
 func overfitting(in *plateauInput) (bool, string) {
-	train := "loss"
-	if in.obj.Metric == train || !in.h.HasMetric(train) || !strings.Contains(in.obj.Metric, "val") && !strings.HasPrefix(in.obj.Metric, "eval") {
+	if !strings.Contains(in.obj.Metric, "val") && !strings.HasPrefix(in.obj.Metric, "eval") {
+		return false, ""
+	}
+	// The training loss, under the names reporters use for it.
+	train := ""
+	for _, m := range [...]string{"loss", "train_loss"} {
+		if m != in.obj.Metric && in.h.HasMetric(m) {
+			train = m
+			break
+		}
+	}
+	if train == "" {
 		return false, ""
 	}
 	n := len(in.obs)
