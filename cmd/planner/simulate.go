@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/simulator"
 )
 
@@ -23,6 +24,7 @@ func newSimulateCmd() *cobra.Command {
 		policies, output, outFile                       string
 		seed                                            uint64
 		deactivate                                      bool
+		minImprovement                                  float64
 		limit, clusterGPUs                              int
 		singleQueue                                     bool
 		priorities, checkpoint                          string
@@ -152,6 +154,12 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if flags.Changed("cadence-growth") {
 				opt.Cadence.Growth = cadenceGrowth
 			}
+			if flags.Changed("min-improvement") {
+				if !(minImprovement >= 0 && minImprovement <= kueueext.MaxMinImprovement) {
+					return usageErrorf("--min-improvement %g: must be in [0, %g]", minImprovement, kueueext.MaxMinImprovement)
+				}
+				opt.Forecast.MinImprovement = minImprovement
+			}
 			if flags.Changed("reports-per-run") {
 				opt.ReportsPerRun = reportsPerRun // range-checked with the other options below
 			}
@@ -229,6 +237,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.StringVar(&policies, "policies", strings.Join(simulator.AllPolicies, ","), "policies to compare")
 	fl.Uint64Var(&seed, "seed", 1, "seed of every random draw (default: the scenario's)")
 	fl.BoolVar(&deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
+	fl.Float64Var(&minImprovement, "min-improvement", 0.01, "what-if: the meaningful improvement (share of the metric's own value) below which a job may be called Plateaued (docs/policy.md; the controller's forecast.minImprovement)")
 	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
 	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
 	fl.IntVar(&limit, "limit", 0, "replay only the N earliest submissions of the trace (memory O(N); the file is still scanned)")
