@@ -10,6 +10,9 @@ CUTOFFS ?= 0.25,0.5,0.75
 BENCH   ?= .
 COUNT   ?= 6
 FUZZTIME ?= 30s
+# Minimizing each new interesting input may take this long (go's default, 60s,
+# let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
+FUZZMINIMIZE ?= 2s
 
 .PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
 
@@ -50,16 +53,16 @@ bench: ## Benchmarks, benchstat-friendly: make bench COUNT=10 > new.txt
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./pkg/...
 
 fuzz: ## Run each fuzz target for FUZZTIME.
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) ./pkg/forecast
-	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) ./pkg/forecast
-	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) ./simulator
-	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) ./simulator
-	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) ./simulator
-	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) ./pkg/forecast
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./pkg/preempt
-	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./pkg/kueueext
-	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) ./pkg/kueueext
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStopOptIn$$' -fuzztime $(FUZZTIME) ./pkg/kueueext
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/preempt
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
+	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStopOptIn$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 
 backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] (no DATA: embedded synthetic examples)
 	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) $(DATA)
