@@ -334,23 +334,18 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		f.PredictedFinal.Why = "no curve fitted"
 	}
 	pin.curve, pin.relRem = f.PlateauProbability, f.RelativeRemaining
-	if f.RemainingImprovement != nil {
-		pin.curveR = *f.RemainingImprovement
+	if rule, why := judgePlateau(&pin); rule != nil {
+		f.PlateauReason = why
+		if rule.probability != nil {
+			f.PlateauProbability = rule.probability(f.PlateauProbability, s.PlateauThreshold)
+		}
+		f.Plateaued = rule.call == plateau
+		if rule.name == "overfitting" {
+			// The objective got worse: nothing of the curve's remaining
+			// gain is expected.
+			f.RelativeRemaining = ptr(0)
+		}
 	}
-	rule, why := judgePlateau(&pin)
-	f.PlateauReason = why
-	switch rule {
-	case "overfitting":
-		f.PlateauProbability, f.RelativeRemaining = 1, ptr(0)
-	case "stall":
-		f.PlateauProbability = math.Max(f.PlateauProbability, s.PlateauThreshold)
-	case "learningRateFalling", "meaningfulGainAhead", "shortFlatBeforeAnneal", "stepScheduleAhead":
-		// Held back: below the threshold, so no new plateau is called, but
-		// not to zero, so a policy's exit hysteresis still holds a job
-		// already judged plateaued against one noisy window.
-		f.PlateauProbability = math.Min(f.PlateauProbability, 0.99*s.PlateauThreshold)
-	}
-	f.Plateaued = rule == "overfitting" || rule == "curve" || rule == "stall"
 	if f.Plateaued {
 		if on := plateauOnset(obs, s.PlateauEpsilon); !math.IsNaN(on) {
 			f.PlateauOnset = ptr(on)

@@ -22,13 +22,12 @@ import (
 //     learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
 //     step schedules flatten mid-run and improve again).
-//  4. meaningfulGainAhead: the gain still expected by the planned end —
-//     from the curve, or from the job's recent pace carried to its end
-//     (a fixed budget anneals by its end, so the recent pace is a floor,
-//     not a ceiling) — is at least MinImprovement of the metric's own
-//     value. The share-of-gains rules below cannot see this: the first
-//     drop from random initialisation dwarfs a 2 % loss change that the
-//     job exists to make.
+//  4. meaningfulGainAhead: the job's recent pace carried to its planned
+//     end (a fixed budget anneals by its end, so the recent pace is a
+//     floor, not a ceiling) still promises at least MinImprovement of the
+//     metric's own value. The share-of-gains rules below cannot see this:
+//     the first drop from random initialisation dwarfs a 2 % loss change
+//     that the job exists to make.
 //  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
 //     learning rate will most likely anneal by its end (step and decay
 //     schedules); it must have been flat for PlateauAnnealShare of its
@@ -53,38 +52,55 @@ type plateauInput struct {
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
 	relRem *float64
-	curveR float64 // the curve's expected remaining gain (oriented units, >= 0)
 	// xEnd is the planned end on the axis (NaN: none known) and fixed
 	// reports whether it is the job's own total.
 	xEnd  float64
 	fixed bool
 }
 
+// plateauCall is what a matching rule decides.
+type plateauCall int
+
+const (
+	noCall  plateauCall = iota // not plateaued, the probability as the curve says
+	plateau                    // plateaued
+	hold                       // not plateaued although the curve or the stall may say so
+)
+
 type plateauRule struct {
 	name  string
+	call  plateauCall
 	match func(in *plateauInput) (bool, string)
+	// probability, when set, is the plateau probability the rule implies
+	// from the curve's (p) and the threshold.
+	probability func(p, threshold float64) float64
 }
 
 var plateauRules = [...]plateauRule{
-	{"tooFewObservations", tooFewObservations},
-	{"overfitting", overfitting},
-	{"learningRateFalling", learningRateFalling},
-	{"meaningfulGainAhead", meaningfulGainAhead},
-	{"shortFlatBeforeAnneal", shortFlatBeforeAnneal},
-	{"stepScheduleAhead", stepScheduleAhead},
-	{"curve", curvePlateau},
-	{"stall", stallPlateau},
+	{"tooFewObservations", noCall, tooFewObservations, nil},
+	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }},
+	{"learningRateFalling", hold, learningRateFalling, heldProbability},
+	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability},
+	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability},
+	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability},
+	{"curve", plateau, curvePlateau, nil},
+	{"stall", plateau, stallPlateau, math.Max},
 }
 
-// judgePlateau applies plateauRules in order and returns the name of the
-// rule that decided ("" when none did) with its phrase.
-func judgePlateau(in *plateauInput) (rule, reason string) {
-	for _, r := range plateauRules {
-		if ok, why := r.match(in); ok {
-			return r.name, why
+// heldProbability: below the threshold, so no new plateau is called, but
+// not to zero, so a policy's exit hysteresis still holds a job already
+// judged plateaued against one noisy window.
+func heldProbability(p, threshold float64) float64 { return math.Min(p, 0.99*threshold) }
+
+// judgePlateau applies plateauRules in order and returns the rule that
+// decided (nil when none did) with its phrase.
+func judgePlateau(in *plateauInput) (*plateauRule, string) {
+	for i := range plateauRules {
+		if ok, why := plateauRules[i].match(in); ok {
+			return &plateauRules[i], why
 		}
 	}
-	return "", ""
+	return nil, ""
 }
 
 func tooFewObservations(in *plateauInput) (bool, string) {
