@@ -135,7 +135,7 @@ func TestTraceLimitKeepsMemoryBounded(t *testing.T) {
 	// Rows not kept are garbage at once. Keeping every row would take
 	// ~30 MiB at 300,000 rows.
 	if grew := r.PeakGrowth(); grew > 8 {
-		t.Errorf("heap grew by %.1f MiB reading %d rows with limit %d", grew, rows, limit)
+		t.Errorf("live heap grew by %.1f MiB reading %d rows with limit %d", grew, rows, limit)
 	}
 }
 

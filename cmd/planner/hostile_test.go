@@ -192,9 +192,11 @@ func TestHistoryReadIsStreamed(t *testing.T) {
 	if c.Read != r.Lines()-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
 		t.Fatalf("read %d of %d reports, %d points kept", c.Read, r.Lines()-1, c.H.Len())
 	}
-	if grew := r.PeakGrowth(); grew > 16 {
-		t.Errorf("heap grew by %.1f MiB reading a %d MiB history", grew, size>>20)
+	grew := r.PeakGrowth()
+	if grew > 16 {
+		t.Errorf("live heap grew by %.1f MiB reading a %d MiB history", grew, size>>20)
 	}
+	t.Logf("live heap grew by at most %.1f MiB reading a %d MiB history", grew, size>>20)
 }
 
 // TestRejectionsSayWhy: when every report is refused, the error says why
