@@ -52,6 +52,12 @@ func (j Job) bench() string {
 	return j.Dataset
 }
 
+// cutRow is one cutoff of one original run.
+type cutRow struct {
+	job Job
+	cut CutResult
+}
+
 // aggregate fills the summary sections of r from r's jobs.
 func aggregate(r *Report, jobs []Job) {
 	counts := map[string]int{}
@@ -78,10 +84,6 @@ func aggregate(r *Report, jobs []Job) {
 		r.FilesScored = append(r.FilesScored, SetCount{Set: k, Files: counts[k]})
 	}
 
-	type cutRow struct {
-		job Job
-		cut CutResult
-	}
 	var rows []cutRow
 	for _, j := range originals {
 		for _, c := range j.Cuts {
@@ -263,11 +265,7 @@ func aggregate(r *Report, jobs []Job) {
 		r.CleanAlarms = append(r.CleanAlarms, grp)
 	}
 
-	r.PrematurePlateau = prematurePlateau(r.Cutoffs, dsKeys, func(yield func(dataset string, c CutResult)) {
-		for _, x := range rows {
-			yield(x.job.Dataset, x.cut)
-		}
-	})
+	r.PrematurePlateau = prematurePlateau(r.Cutoffs, dsKeys, rows)
 
 	inc := &r.Incidents
 	inc.Hang.Rows, inc.Divergence.Rows = []IncidentResult{}, []IncidentResult{}
@@ -358,24 +356,25 @@ const prematureGain = 0.02
 // counts those flagged Plateaued while the objective still improved by
 // prematureGain of its own value by the end of the run (the best at the cut
 // against the true final value, as shared/eval/check_backtest.py does).
-func prematurePlateau(cutoffs []float64, dsKeys []string, each func(func(string, CutResult))) []PrematureGroup {
+func prematurePlateau(cutoffs []float64, dsKeys []string, rows []cutRow) []PrematureGroup {
 	out := []PrematureGroup{}
 	for _, g := range groups(dsKeys) {
 		for _, cut := range cutoffs {
 			grp := PrematureGroup{Dataset: g, Cutoff: cut}
-			each(func(ds string, c CutResult) {
-				if !in(g, ds) || c.Cutoff != cut || c.GainAhead == nil {
-					return
+			for _, x := range rows {
+				c := x.cut
+				if !in(g, x.job.Dataset) || c.Cutoff != cut || c.GainAhead == nil {
+					continue
 				}
 				grp.Forecasts++
 				if !c.Plateaued {
-					return
+					continue
 				}
 				grp.Plateaued++
 				if *c.GainAhead >= prematureGain {
 					grp.Premature++
 				}
-			})
+			}
 			if grp.Forecasts > 0 {
 				grp.Share = fptr(float64(grp.Premature) / float64(grp.Forecasts))
 				out = append(out, grp)

@@ -18,6 +18,12 @@ func reportStats(pts []Point) (med, p95 float64, ok bool) {
 			d = append(d, pts[i].T-pts[i-1].T)
 		}
 	}
+	return intervalStats(d)
+}
+
+// intervalStats are the median and 95th percentile of intervals d (sorted
+// in place); ok is false with fewer than two.
+func intervalStats(d []float64) (med, p95 float64, ok bool) {
 	if len(d) < 2 {
 		return 0, 0, false
 	}
@@ -62,11 +68,7 @@ func activityStats(times []float64) (med, p95 float64, ok bool) {
 			d = append(d, times[i]-times[i-1])
 		}
 	}
-	if len(d) < 2 {
-		return 0, 0, false
-	}
-	sortFloats(d)
-	return median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
+	return intervalStats(d)
 }
 
 // hangThreshold: a job is hung when it shows no progress for twice its

@@ -33,7 +33,7 @@ type Settings struct {
 	// history shows learning-rate steps must stall longer).
 	PlateauStallMaxShare float64
 	// MinImprovement is the smallest gain, as a share of the metric's own
-	// value, that is worth the job's GPUs: a job whose curve or recent pace
+	// value, that is worth the job's GPUs: a job whose recent pace
 	// (carried to its planned end) still promises this much is not
 	// Plateaued, whatever share of its gain so far that is. Per job with
 	// the annotation planner.progress.io/min-improvement
@@ -158,8 +158,10 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	f.SinceProgress = math.Max(0, now-act[len(act)-1])
 	if okStats {
 		thr, basis := hangThreshold(med, p95, s), fmt.Sprintf("the %.0fs median report interval", med)
-		if am, ap, ok := activityStats(act); ok && hangThreshold(am, ap, s) > thr {
-			thr, basis = hangThreshold(am, ap, s), fmt.Sprintf("the %.0fs median interval between changes", am)
+		if am, ap, ok := activityStats(act); ok {
+			if at := hangThreshold(am, ap, s); at > thr {
+				thr, basis = at, fmt.Sprintf("the %.0fs median interval between changes", am)
+			}
 		}
 		f.HangAfter = ptr(thr)
 		if f.SinceProgress > thr {
@@ -273,6 +275,9 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 	// remaining run (or, with no planned end, over a horizon as long as the
 	// run so far).
 	pin := plateauInput{obs: obs, h: h, obj: obj, now: now, s: s, last: last, xEnd: xEnd, fixed: endBasis == "total"}
+	if len(obs) > 0 {
+		pin.pace, pin.paceHorizon = recentPaceGain(&pin)
+	}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
 	targetStop := obj.Target != nil && math.IsNaN(axis.total(last)) && s.EndStep == nil && len(obs) > 0 && best > sign**obj.Target
 	switch {
@@ -308,8 +313,8 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 		if pin.fixed && len(obs) >= s.PlateauStallPoints {
 			// A fixed budget anneals by its end: the job's recent pace
 			// carried to the end is a gain the curve may not see.
-			if g, _ := recentPaceGain(&pin); g > 0 {
-				lo = math.Min(lo, best-s.IntervalAnnealShare*g)
+			if pin.pace > 0 {
+				lo = math.Min(lo, best-s.IntervalAnnealShare*pin.pace)
 			}
 		}
 		if basis != "" {
@@ -413,7 +418,7 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 	if gain <= 0 {
 		return false
 	}
-	w0 := stallWindowStart(obs, now, s)
+	w0 := stallWindowStart(obs, sb, now, s)
 	bestBefore := math.Inf(1)
 	for i, o := range obs {
 		if o.t < w0 {
@@ -429,11 +434,11 @@ func stalled(obs []objPoint, now float64, s Settings) bool {
 // stallWindowStart is where the stall window begins: the last
 // PlateauStallShare of elapsed time, or the longest stall the job has
 // already recovered from (at most PlateauStallMaxShare), stretched back to
-// hold at least PlateauStallPoints observations.
-func stallWindowStart(obs []objPoint, now float64, s Settings) float64 {
+// hold at least PlateauStallPoints observations. sb is smoothedBest(obs).
+func stallWindowStart(obs []objPoint, sb []float64, now float64, s Settings) float64 {
 	k := min(max(s.PlateauStallPoints, 1), len(obs))
 	t0 := obs[0].t
-	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, smoothedBest(obs), s.PlateauEpsilon)))
+	share := math.Min(s.PlateauStallMaxShare, math.Max(s.PlateauStallShare, longestFalseStall(obs, sb, s.PlateauEpsilon)))
 	return math.Min(now-share*(now-t0), obs[len(obs)-k].t)
 }
 

@@ -52,6 +52,10 @@ type plateauInput struct {
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
 	relRem *float64
+	// pace is recentPaceGain's gain and paceHorizon its phrase, computed
+	// once per forecast (the interval and meaningfulGainAhead read it).
+	pace        float64
+	paceHorizon string
 	// xEnd is the planned end on the axis (NaN: none known) and fixed
 	// reports whether it is the job's own total.
 	xEnd  float64
@@ -176,7 +180,7 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 	if fr := in.last.Fraction(); !math.IsNaN(fr) && fr >= 1 {
 		return false, ""
 	}
-	w0 := stallWindowStart(in.obs, in.now, in.s)
+	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
 	peak, atStart, latest := 0.0, math.NaN(), math.NaN()
 	for i, p := range in.h.points {
 		if p.T > in.now {
@@ -198,9 +202,8 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 	return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
 }
 
-// meaningfulGainAhead: the larger of the curve's remaining gain and the
-// recent pace carried to the planned end is at least MinImprovement of
-// the metric's own value.
+// meaningfulGainAhead: the recent pace carried to the planned end
+// (plateauInput.pace) is at least MinImprovement of the metric's own value.
 func meaningfulGainAhead(in *plateauInput) (bool, string) {
 	if in.s.MinImprovement <= 0 {
 		return false, ""
@@ -213,12 +216,11 @@ func meaningfulGainAhead(in *plateauInput) (bool, string) {
 	if scale == 0 {
 		return false, ""
 	}
-	ahead, horizon := recentPaceGain(in)
-	if ahead < in.s.MinImprovement*scale {
+	if in.pace < in.s.MinImprovement*scale {
 		return false, ""
 	}
 	return true, fmt.Sprintf("still %.1f%% of its value to gain at its recent pace carried %s (meaningful: %.1f%%)",
-		100*ahead/scale, horizon, 100*in.s.MinImprovement)
+		100*in.pace/scale, in.paceHorizon, 100*in.s.MinImprovement)
 }
 
 // shortFlatBeforeAnneal: a job with a fixed total that reports no learning

@@ -17,8 +17,8 @@ import (
 // The forecast combines a recent level (the ratio estimator over the most
 // recent fifth of observed time) with a linear trend of tau against
 // progress fitted robustly over the whole history, of which a share is
-// carried forward: none, half (damped) or all, whichever predicted the
-// job's own recent past best (selectTrend). Runs often slow
+// carried forward: none and half (damped), weighed by how well each
+// predicted the job's own recent past (selectTrend). Runs often slow
 // down as they go (batch-size or sequence-length schedules), which a
 // whole-run average and a recent-window rate both miss; the damping
 // (Gardner & McKenzie's damped trend) keeps the extrapolation from
@@ -40,7 +40,7 @@ type pace struct {
 	xLast   float64 // progress at the latest point that moved
 	tLast   float64 // time of that point
 	phi     float64 // share of the trend carried forward (selectTrend)
-	hindErr float64 // the chosen share's hindcast error (relative; 0: none)
+	hindErr float64 // the weighted hindcast error (relative; 0: none)
 }
 
 // paceSamples extracts intervals along axis from points. axis returns the
