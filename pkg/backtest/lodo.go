@@ -38,6 +38,7 @@ var (
 	IntervalKnobs = []Knob{
 		{"IntervalInflation", []float64{1.5, 2, 3}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},
 		{"IntervalAnnealShare", []float64{0, 0.25, 0.5}, func(s *forecast.Settings, v float64) { s.IntervalAnnealShare = v }},
+		{"IntervalHorizonPower", []float64{1, 1.5, 2}, func(s *forecast.Settings, v float64) { s.IntervalHorizonPower = v }},
 	}
 )
 

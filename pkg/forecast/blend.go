@@ -11,7 +11,10 @@ import "math"
 // first two thirds of the observed axis range (a hindcast), predicts the
 // held-out last third with both the curve and persistence, and weighs the
 // two by inverse mean squared error. The hindcast error also widens the
-// interval, scaled by how much further the real forecast reaches.
+// interval, scaled by how much further the real forecast reaches: a
+// wrong curve shape is a bias that grows with the distance extrapolated,
+// so the error is carried to the horizon as (horizon/hindcast span)^(p/2),
+// p = Settings.IntervalHorizonPower (2: in proportion to the distance).
 type blended struct {
 	cf      CurveFit
 	w       float64 // weight of the curve; 1-w goes to persistence
@@ -23,13 +26,16 @@ type blended struct {
 	// target then follows the line.
 	lineBetter bool
 	hSpan      float64 // axis length of the hindcast horizon
+	inflation  float64 // Settings.IntervalInflation
+	hPower     float64 // Settings.IntervalHorizonPower
 	xLast      float64
 	lo, hi     float64 // physical bounds of the oriented metric (±Inf when none)
 }
 
 // newBlended fits the hindcast and returns the blend around cf.
 func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
-	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x, lo: math.Inf(-1), hi: math.Inf(1)}
+	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x,
+		inflation: s.IntervalInflation, hPower: s.IntervalHorizonPower}
 	b.lo, b.hi = physicalBounds(obs)
 	x0, x1 := obs[0].x, b.xLast
 	split := x0 + (x1-x0)*2/3
@@ -117,14 +123,14 @@ func physicalBounds(obs []objPoint) (lo, hi float64) {
 }
 
 // predict returns the blended mean and predictive sd at x (oriented).
-func (b blended) predict(x float64, inflation float64) (mean, sd float64) {
+func (b blended) predict(x float64) (mean, sd float64) {
 	m, s := b.cf.Predict(x)
 	mean = b.w*m + (1-b.w)*b.persist
 	r := 1.0
 	if b.hSpan > 0 {
 		r = math.Max(1, (x-b.xLast)/b.hSpan)
 	}
-	sd = math.Sqrt(math.Pow(inflation*b.w*s, 2) + b.hErr*b.hErr*r)
+	sd = math.Sqrt(math.Pow(b.inflation*b.w*s, 2) + b.hErr*b.hErr*math.Pow(r, b.hPower))
 	mean = math.Max(mean, b.lo)
 	return mean, sd
 }

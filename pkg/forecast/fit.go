@@ -62,6 +62,12 @@ type Settings struct {
 	// the raw spread is too narrow. Calibrated by `planner backtest`
 	// (docs/backtest.md).
 	IntervalInflation float64
+	// IntervalHorizonPower: the blend's hindcast error is carried to a
+	// forecast r hindcast-spans ahead with variance ∝ r^IntervalHorizonPower
+	// (2: the error grows in proportion to the distance, as a wrong curve
+	// shape's bias does; 1: as a random walk's). Calibrated by `planner
+	// backtest` (docs/backtest.md 7).
+	IntervalHorizonPower float64
 	// IntervalAnnealShare: for a job with a fixed total, the predicted
 	// final's optimistic bound reaches at least this share of the gain its
 	// recent pace would make by the end (a budget anneals by its end, a
@@ -98,6 +104,7 @@ func DefaultSettings() Settings {
 		DivergeNoise:             6,
 		DivergeShare:             0.2,
 		IntervalInflation:        2,
+		IntervalHorizonPower:     2,
 		IntervalAnnealShare:      0.25,
 		OvershootEvalShare:       0.5,
 		Curves:                   DefaultCurveSettings(),
@@ -294,7 +301,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 			xH, basis = xLast+math.Max(xLast-x0, 1), ""
 		}
 		xH = math.Max(xH, xLast)
-		mean, sd := bl.predict(xH, s.IntervalInflation)
+		mean, sd := bl.predict(xH)
 		half := z * sd
 		lo, hi := mean-half, mean+half
 		if basis == "target-stop" {
@@ -302,7 +309,7 @@ func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
 			// target: the final value lies between the target and one
 			// evaluation's gain beyond it.
 			tgt := sign * *obj.Target
-			m2, _ := bl.predict(xH+medianObsStep(obs), s.IntervalInflation)
+			m2, _ := bl.predict(xH + medianObsStep(obs))
 			g := math.Max(0, tgt-m2)
 			// How far one evaluation overshoots: the curve's step there, or,
 			// when larger, the job's own recent steps (a curve levelling
@@ -524,9 +531,9 @@ func timeToTarget(obj Objective, obs []objPoint, best float64, cf CurveFit, curv
 	secs, rel := pc.timeTo(xc)
 	if basis == "target" {
 		// Crossing uncertainty through the curve's slope there.
-		mean, sd := bl.predict(xc, s.IntervalInflation)
+		mean, sd := bl.predict(xc)
 		dx := math.Max(xc*1e-3, 1e-9)
-		m2, _ := bl.predict(xc+dx, s.IntervalInflation)
+		m2, _ := bl.predict(xc + dx)
 		if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
 			xrel := sd / slope / math.Max(xc-pc.xLast, dx)
 			rel = math.Sqrt(rel*rel + xrel*xrel)
