@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/forecast/curve"
 )
 
 // Engine is the forecaster under test. The default, ForecastEngine, is the
@@ -69,15 +70,15 @@ func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast 
 }
 
 // OptimusOnly is the Optimus baseline of the final-metric section:
-// forecast.FitCurves restricted to the "optimus" family (1/(a·x+b)+c).
+// curve.Fit restricted to the "optimus" family (1/(a·x+b)+c).
 // Like the baseline it needs at least 4 observations.
 func OptimusOnly(x, z []float64, xEnd float64) (float64, bool) {
 	if len(x) < 4 {
 		return 0, false
 	}
-	cs := forecast.DefaultCurveSettings()
+	cs := curve.DefaultSettings()
 	cs.Families = []string{"optimus"}
-	cf, err := forecast.FitCurves(forecast.CurveData{X: x, Y: z}, cs)
+	cf, err := curve.Fit(curve.Data{X: x, Y: z}, cs)
 	if err != nil {
 		return 0, false
 	}

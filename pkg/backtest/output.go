@@ -119,7 +119,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 
 	t.f("\n## 2. Final-metric error (%% of the run's total improvement |first - final|; mean / median)\n\n")
-	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = forecast.FitCurves with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
+	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = curve.Fit with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
 	t.header("dataset", "cut", "n", "planner", "planner fallback", "last value", "Optimus-only", "Optimus fallback", "interval coverage")
 	for _, g := range r.FinalMetric {
 		cov := "-"

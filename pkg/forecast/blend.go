@@ -1,6 +1,10 @@
 package forecast
 
-import "math"
+import (
+	"math"
+
+	"github.com/progress-planner/planner/pkg/forecast/curve"
+)
 
 // blended is the objective forecast actually used: the curve ensemble
 // shrunk toward persistence (the last observed value) by how well each
@@ -16,7 +20,7 @@ import "math"
 // so the error is carried to the horizon as (horizon/hindcast span)^(p/2),
 // p = Settings.IntervalHorizonPower (2: in proportion to the distance).
 type blended struct {
-	cf      CurveFit
+	cf      curve.Ensemble
 	w       float64 // weight of the curve; 1-w goes to persistence
 	persist float64 // last observed value (oriented)
 	hErr    float64 // RMS hindcast error of the blend (oriented units)
@@ -33,7 +37,7 @@ type blended struct {
 }
 
 // newBlended fits the hindcast and returns the blend around cf.
-func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
+func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
 	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x,
 		inflation: s.IntervalInflation, hPower: s.IntervalHorizonPower}
 	b.lo, b.hi = physicalBounds(obs)
@@ -46,7 +50,7 @@ func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
 	if k < s.MinObjectivePoints || len(obs)-k < 2 {
 		return b
 	}
-	d := CurveData{X: make([]float64, k), Y: make([]float64, k)}
+	d := curve.Data{X: make([]float64, k), Y: make([]float64, k)}
 	for i := 0; i < k; i++ {
 		d.X[i], d.Y[i] = obs[i].x, obs[i].y
 	}
@@ -61,7 +65,7 @@ func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
 		}
 		hs.Families = append(hs.Families, m.Family)
 	}
-	hf, err := FitCurves(d, hs)
+	hf, err := curve.Fit(d, hs)
 	if err != nil || len(hf.Models) == 0 {
 		return b
 	}

@@ -3,6 +3,8 @@ package forecast
 import (
 	"fmt"
 	"math"
+
+	"github.com/progress-planner/planner/pkg/forecast/curve"
 )
 
 // Settings tune Fit. DefaultSettings documents every default.
@@ -77,7 +79,7 @@ type Settings struct {
 	// that is more than the curve's step there).
 	OvershootEvalShare float64
 	// Curves are the curve-fitting settings.
-	Curves CurveSettings
+	Curves curve.Settings
 	// EndStep overrides the planned end on the progress axis (nil: the
 	// job's total, or the target crossing). The backtest sets it for runs
 	// that ended early, as the baseline does.
@@ -106,7 +108,7 @@ func DefaultSettings() Settings {
 		IntervalHorizonPower:     2,
 		IntervalAnnealShare:      0.25,
 		OvershootEvalShare:       0.5,
-		Curves:                   DefaultCurveSettings(),
+		Curves:                   curve.DefaultSettings(),
 	}
 }
 
@@ -219,7 +221,7 @@ func median3(a, b, c float64) float64 {
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
 // observations (the job's current rate of improvement) is a rough guide.
-func timeToTarget(obj Objective, obs []objPoint, best float64, cf CurveFit, curveOK bool, bl blended,
+func timeToTarget(obj Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
 	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
 	z := zFor(s.Interval)
 	level := obj.Sign() * *obj.Target
@@ -345,7 +347,7 @@ func plateauOnset(obs []objPoint, eps float64) float64 {
 
 // confidence grows with the number of observations and shrinks with the
 // width of the predicted-final interval relative to the gain so far.
-func confidence(n int, gain, half float64, cf CurveFit) float64 {
+func confidence(n int, gain, half float64, cf curve.Ensemble) float64 {
 	c := math.Min(1, float64(n-3)/12)
 	if c <= 0 {
 		return 0

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/progress-planner/planner/pkg/forecast/curve"
 )
 
 // Fit forecasts one job from its history as of now: progress, pace and
@@ -69,7 +71,7 @@ type fitState struct {
 	obs         []objPoint // the oriented objective series
 	sign        float64
 	first, best float64 // oriented first and best values
-	cf          CurveFit
+	cf          curve.Ensemble
 	curveOK     bool
 	bl          blended
 
@@ -191,11 +193,11 @@ func fitObjective(st *fitState) bool {
 		f.Notes = append(f.Notes, fmt.Sprintf("%d distinct %s observations; a curve needs %d", len(obs), st.obj.Metric, s.MinObjectivePoints))
 		return true
 	}
-	d := CurveData{X: make([]float64, len(obs)), Y: make([]float64, len(obs))}
+	d := curve.Data{X: make([]float64, len(obs)), Y: make([]float64, len(obs))}
 	for i, o := range obs {
 		d.X[i], d.Y[i] = o.x, o.y
 	}
-	cf, err := FitCurves(d, s.Curves)
+	cf, err := curve.Fit(d, s.Curves)
 	st.cf, st.curveOK = cf, err == nil && len(cf.Models) > 0
 	if !st.curveOK {
 		f.Notes = append(f.Notes, fmt.Sprintf("curve fit failed: %v", err))
