@@ -3,8 +3,8 @@ package simulator
 import (
 	"math"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Job is one training job of a scenario: what the simulator is given, never
@@ -69,7 +69,7 @@ type jobState struct {
 
 	boost    int32 // the boost applied (kueue.x-k8s.io/priority-boost)
 	decision preempt.Decision
-	hist     *forecast.History
+	hist     *progress.History
 	// nextReport is when the job sends its next report (running only).
 	nextReport     float64
 	reportEvery    float64

@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Scenario is a simulation set-up, read from YAML (ParseScenario). Its jobs
@@ -530,7 +530,7 @@ func (js JobSpec) job(i int) (*Job, error) {
 // improves until the end.
 func SimpleCurve(plateauAt float64) *Curve {
 	const points = 100
-	c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
+	c := &Curve{Objective: progress.Objective{Metric: "eval_loss", Direction: progress.Minimize}}
 	vals := make([]float64, points)
 	for i := range points {
 		x := float64(i+1) / points

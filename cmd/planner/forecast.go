@@ -20,6 +20,7 @@ import (
 	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -86,9 +87,9 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	default:
 		return usageErrorf("--output %q: want table, json or yaml", fl.output)
 	}
-	var objFlag *forecast.Objective
+	var objFlag *progress.Objective
 	if fl.objective != "" {
-		o, err := forecast.ParseObjective(fl.objective)
+		o, err := progress.ParseObjective(fl.objective)
 		if err != nil {
 			return usageErrorf("--objective: %v", err)
 		}
@@ -183,7 +184,7 @@ type forecastOutput struct {
 }
 
 type objectiveOutput struct {
-	forecast.Objective
+	progress.Objective
 	// Source: "flag" (--objective), "header" or "default" (eval_loss/loss).
 	Source string `json:"source"`
 }
@@ -204,7 +205,7 @@ const assumedFactsNote = "assumed from the history file, not observed on a clust
 // with t <= cut.At only, and decides under the default policy. objFlag,
 // when not nil, overrides the objective. It is pure: nothing after the cut
 // can change its result.
-func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+func buildForecastOutput(c *historyCut, objFlag *progress.Objective) (*forecastOutput, error) {
 	hd, cut, h, read := &c.Header, c.Cut, c.H, c.Read
 	now := cut.At
 
@@ -212,13 +213,13 @@ func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastO
 		// Say why, not the downstream symptom ("no objective").
 		return nil, fmt.Errorf("%s: all %d reports up to t=%gs rejected: %s", hd.Name, read, now, rejectionSummary(h))
 	}
-	var obj forecast.Objective
+	var obj progress.Objective
 	src := ""
 	if objFlag != nil {
 		obj, src = *objFlag, "flag"
 	} else if o, ok := hd.ObjectiveSpec(); ok {
 		obj, src = o, "header"
-	} else if o, ok := forecast.DefaultObjective(h); ok {
+	} else if o, ok := progress.DefaultObjective(h); ok {
 		obj, src = o, "default"
 	} else {
 		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
@@ -261,14 +262,14 @@ func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastO
 // rejectionSummary is "progress-range 20 (e.g. progressPercentage 150),
 // ...": each reason with its count, most frequent first, and the latest
 // value refused for it.
-func rejectionSummary(h *forecast.History) string {
+func rejectionSummary(h *progress.History) string {
 	counts := h.Rejections()
-	example := map[forecast.RejectReason]forecast.Rejection{}
+	example := map[progress.RejectReason]progress.Rejection{}
 	for _, r := range h.RecentRejections() {
 		example[r.Reason] = r
 	}
 	reasons := slices.Collect(maps.Keys(counts))
-	slices.SortFunc(reasons, func(a, b forecast.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
+	slices.SortFunc(reasons, func(a, b progress.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
 	var parts []string
 	for _, r := range reasons {
 		part := fmt.Sprintf("%s %d", r, counts[r])

@@ -10,7 +10,7 @@ import (
 
 	"github.com/progress-planner/planner/internal/genreader"
 	"github.com/progress-planner/planner/pkg/backtest"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -189,7 +189,7 @@ func TestHistoryReadIsStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Read != r.Lines()-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
+	if c.Read != r.Lines()-1 || c.H.Len() > progress.DefaultLimits().MaxPoints {
 		t.Fatalf("read %d of %d reports, %d points kept", c.Read, r.Lines()-1, c.H.Len())
 	}
 	grew := r.PeakGrowth()

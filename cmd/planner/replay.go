@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 type replayFlags struct {
@@ -70,11 +70,11 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	if fl.limit < 0 {
 		return usageErrorf("--limit %d: want a number >= 0", fl.limit)
 	}
-	hf, err := forecast.ReadHistoryPath(path)
+	hf, err := progress.ReadHistoryPath(path)
 	if err != nil {
 		return err
 	}
-	var reports []forecast.FileReport
+	var reports []progress.FileReport
 	for _, r := range hf.Reports {
 		if r.T >= fl.from {
 			reports = append(reports, r)
@@ -101,7 +101,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	written, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
 		Speed: fl.speed,
-		OnReport: func(i int, r forecast.FileReport, werr error) error {
+		OnReport: func(i int, r progress.FileReport, werr error) error {
 			if werr != nil {
 				refused++
 				fmt.Fprintf(errOut, "report %d (t=%gs) refused: %v\n", i, r.T, werr)
@@ -115,7 +115,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	return err
 }
 
-func describeReport(s forecast.TrainerStatus) string {
+func describeReport(s progress.TrainerStatus) string {
 	var b strings.Builder
 	if s.ProgressPercentage != nil {
 		fmt.Fprintf(&b, " progress=%g%%", *s.ProgressPercentage)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -125,9 +126,9 @@ func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
 // (buildForecastOutput: the default policy, assumed facts) and reports
 // them as running jobs of one queue.
 func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.Input, error) {
-	var objFlag *forecast.Objective
+	var objFlag *progress.Objective
 	if fl.objective != "" {
-		o, err := forecast.ParseObjective(fl.objective)
+		o, err := progress.ParseObjective(fl.objective)
 		if err != nil {
 			return report.Input{}, usageErrorf("--objective: %v", err)
 		}

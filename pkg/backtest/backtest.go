@@ -20,7 +20,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // DefaultCutoffs are the run fractions (of outcome.endSeconds) at which
@@ -30,7 +30,7 @@ var DefaultCutoffs = []float64{0.25, 0.5, 0.75}
 // Input is one history file to score.
 type Input struct {
 	Name string // shown in the report (a path)
-	Load func() (*forecast.HistoryFile, error)
+	Load func() (*progress.HistoryFile, error)
 }
 
 // Options configure Run. Zero values take the defaults.
@@ -78,7 +78,7 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 	out := make([]Input, len(files))
 	for i, fp := range files {
 		fp := fp
-		out[i] = Input{Name: fp, Load: func() (*forecast.HistoryFile, error) {
+		out[i] = Input{Name: fp, Load: func() (*progress.HistoryFile, error) {
 			return load(func() (io.ReadCloser, error) { return os.Open(fp) }, fp)
 		}}
 	}
@@ -86,7 +86,7 @@ func FilesFromPaths(paths []string) ([]Input, error) {
 }
 
 // load reads one history file (readBounded); errors name it.
-func load(open func() (io.ReadCloser, error), name string) (*forecast.HistoryFile, error) {
+func load(open func() (io.ReadCloser, error), name string) (*progress.HistoryFile, error) {
 	r, err := open()
 	if err != nil {
 		return nil, err
@@ -112,9 +112,9 @@ const (
 
 // readBounded reads a history file, refusing one of more than MaxReports
 // reports or MaxFileBytes bytes as soon as it has read that much.
-func readBounded(r io.Reader) (*forecast.HistoryFile, error) {
+func readBounded(r io.Reader) (*progress.HistoryFile, error) {
 	bc := &byteCap{r: r, left: MaxFileBytes}
-	hf, err := forecast.ReadHistoryFileMax(bc, MaxReports)
+	hf, err := progress.ReadHistoryFileMax(bc, MaxReports)
 	if err != nil && bc.left <= 0 {
 		// The cut may fall inside a line: say why it was cut, not that the
 		// line's JSON ends early.
@@ -163,7 +163,7 @@ func FilesFromFS(fsys fs.FS, root string) ([]Input, error) {
 	out := make([]Input, len(files))
 	for i, p := range files {
 		p := p
-		out[i] = Input{Name: p, Load: func() (*forecast.HistoryFile, error) {
+		out[i] = Input{Name: p, Load: func() (*progress.HistoryFile, error) {
 			return load(func() (io.ReadCloser, error) { return fsys.Open(p) }, path.Base(p))
 		}}
 	}

@@ -5,21 +5,22 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/forecast/curve"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Engine is the forecaster under test. The default, ForecastEngine, is the
-// planner itself (forecast.NewHistory, Observe, Fit); tests substitute
+// planner itself (progress.NewHistory, Observe, Fit); tests substitute
 // fakes with known answers.
 type Engine interface {
 	// NewRun starts one job's history. obj is the header's objective;
 	// ok=false when the header names none.
-	NewRun(obj forecast.Objective, ok bool) Replay
+	NewRun(obj progress.Objective, ok bool) Replay
 }
 
 // Replay is one job as the engine sees it: reports arrive in time order,
 // forecasts are asked for at any instant at or after the latest report.
 type Replay interface {
-	Observe(t float64, s forecast.TrainerStatus)
+	Observe(t float64, s progress.TrainerStatus)
 	// Forecast is the forecast as of now; endStep, when not nil, overrides
 	// the planned end on the progress axis (Settings.EndStep).
 	Forecast(now float64, endStep *float64) forecast.Forecast
@@ -37,8 +38,8 @@ type ForecastEngine struct {
 }
 
 // NewRun implements Engine.
-func (e ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
-	l := forecast.DefaultLimits()
+func (e ForecastEngine) NewRun(obj progress.Objective, ok bool) Replay {
+	l := progress.DefaultLimits()
 	if ok {
 		// The controller does the same with a job's declared objective.
 		l.KeepMetrics = []string{obj.Metric}
@@ -47,22 +48,22 @@ func (e ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
 	if e.Settings != nil {
 		s = *e.Settings
 	}
-	return &forecastRun{h: forecast.NewHistory(l), obj: obj, hasObj: ok, s: s}
+	return &forecastRun{h: progress.NewHistory(l), obj: obj, hasObj: ok, s: s}
 }
 
 type forecastRun struct {
-	h      *forecast.History
-	obj    forecast.Objective
+	h      *progress.History
+	obj    progress.Objective
 	hasObj bool
 	s      forecast.Settings
 }
 
-func (r *forecastRun) Observe(t float64, s forecast.TrainerStatus) { r.h.Observe(t, s) }
+func (r *forecastRun) Observe(t float64, s progress.TrainerStatus) { r.h.Observe(t, s) }
 
 func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast {
 	obj := r.obj
 	if !r.hasObj {
-		obj, _ = forecast.DefaultObjective(r.h)
+		obj, _ = progress.DefaultObjective(r.h)
 	}
 	s := r.s
 	s.EndStep = endStep

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Stream limits (docs/backtest.md).
@@ -53,7 +54,7 @@ func (e *evaluator) raw(f forecast.Forecast) *forecast.Forecast {
 // for forecasts at non-decreasing instants.
 type stream struct {
 	run   Replay
-	reps  []forecast.FileReport
+	reps  []progress.FileReport
 	next  int
 	evals int
 	// one-entry cache: repeated questions at the same instant
@@ -62,7 +63,7 @@ type stream struct {
 	lastFc   forecast.Forecast
 }
 
-func newStream(e Engine, f *forecast.HistoryFile) *stream {
+func newStream(e Engine, f *progress.HistoryFile) *stream {
 	obj, ok := f.Header.ObjectiveSpec()
 	return &stream{run: e.NewRun(obj, ok), reps: f.Reports}
 }
@@ -122,7 +123,7 @@ func ape(pred, truth float64) *float64 { return fptr(math.Abs(pred-truth) / trut
 
 // objectiveInfo is the header objective as the baseline reads it: the raw
 // metric name, sign = +1 only for "minimize", and the target.
-func objectiveInfo(hd forecast.FileHeader) (metric string, sign float64, target *float64) {
+func objectiveInfo(hd progress.FileHeader) (metric string, sign float64, target *float64) {
 	if hd.Objective == nil {
 		return "", 1, nil
 	}
@@ -134,14 +135,14 @@ func objectiveInfo(hd forecast.FileHeader) (metric string, sign float64, target 
 }
 
 // isIncident: a derived file (derivedFrom set) or one with an incident.
-func isIncident(hd forecast.FileHeader) bool {
+func isIncident(hd progress.FileHeader) bool {
 	return (hd.DerivedFrom != nil && *hd.DerivedFrom != "") || hd.IncidentType() != ""
 }
 
 var errNoReports = errors.New("no reports")
 
 // evalFile scores one history file.
-func (e *evaluator) evalFile(name string, f *forecast.HistoryFile) (Job, error) {
+func (e *evaluator) evalFile(name string, f *progress.HistoryFile) (Job, error) {
 	hd := f.Header
 	if len(f.Reports) == 0 {
 		return Job{}, errNoReports
@@ -166,7 +167,7 @@ func (e *evaluator) evalFile(name string, f *forecast.HistoryFile) (Job, error) 
 // original scores an original run: the cutoff forecasts (ETA, final
 // metric, time to target) and the streaming plateau detection, from one
 // pass over the reports.
-func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
+func (e *evaluator) original(job *Job, f *progress.HistoryFile, reps []rep) {
 	hd := f.Header
 	T := hd.Outcome.EndSeconds
 	status := hd.Outcome.Status
@@ -329,7 +330,7 @@ func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
 }
 
 // etaResult scores the planner's ETA and the two baselines at cut c.
-func (e *evaluator) etaResult(hd forecast.FileHeader, sn []rep, c, truth float64, fc forecast.Forecast) *ETAResult {
+func (e *evaluator) etaResult(hd progress.FileHeader, sn []rep, c, truth float64, fc forecast.Forecast) *ETAResult {
 	er := &ETAResult{Truth: truth, PlannerBasis: fc.ETA.Basis}
 	if v, ok := reportedETA(sn, c); ok {
 		er.Reported, er.ReportedAPE = fptr(v), ape(v, truth)

@@ -15,6 +15,7 @@ import (
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -92,7 +93,7 @@ func (s *Snapshot) view(wl *kueue.Workload, lqs map[string]string, gpu corev1.Re
 // forecastOf forecasts a ProgressForecast's stored history as of now with
 // its stored objective, and decodes its latest decision. Either may be nil
 // (no history yet, no decision yet).
-func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *forecast.History, *preempt.Decision, error) {
+func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *progress.History, *preempt.Decision, error) {
 	var d *preempt.Decision
 	if pf.Status.Decision != nil && len(pf.Status.Decision.Raw) > 0 {
 		d = &preempt.Decision{}
@@ -103,13 +104,13 @@ func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecas
 	if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
 		return nil, nil, d, nil
 	}
-	h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, forecast.DefaultLimits())
+	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
 	if err != nil {
 		return nil, nil, d, fmt.Errorf("ProgressForecast %s/%s: %w", pf.Namespace, pf.Name, err)
 	}
-	obj, err := forecast.ParseObjective(pf.Status.Objective)
+	obj, err := progress.ParseObjective(pf.Status.Objective)
 	if err != nil {
-		o, ok := forecast.DefaultObjective(h)
+		o, ok := progress.DefaultObjective(h)
 		if !ok {
 			return nil, h, d, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/progress-planner/planner/pkg/forecast/curve"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Settings tune Fit. DefaultSettings documents every default.
@@ -221,7 +222,7 @@ func median3(a, b, c float64) float64 {
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
 // observations (the job's current rate of improvement) is a rough guide.
-func timeToTarget(obj Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
+func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
 	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
 	z := zFor(s.Interval)
 	level := obj.Sign() * *obj.Target
@@ -274,7 +275,7 @@ func timeToTarget(obj Objective, obs []objPoint, best float64, cf curve.Ensemble
 // the progress measured at tMoved: tMoved itself, or the start of the
 // current segment when the job restarted after it (a restart gap is not
 // time spent running).
-func runningSince(pts []Point, tMoved float64) float64 {
+func runningSince(pts []progress.Point, tMoved float64) float64 {
 	last := pts[len(pts)-1]
 	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
 		if pts[i].T <= tMoved {

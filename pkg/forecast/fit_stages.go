@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/progress-planner/planner/pkg/forecast/curve"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Fit forecasts one job from its history as of now: progress, pace and
@@ -15,7 +16,7 @@ import (
 //
 // Fit runs fitStages in order over one fitState; each stage reads what
 // the stages before it measured and writes its part of the Forecast.
-func Fit(h *History, obj Objective, now float64, s Settings) Forecast {
+func Fit(h *progress.History, obj progress.Objective, now float64, s Settings) Forecast {
 	st := fitState{h: h, obj: obj, now: now, s: s, z: zFor(s.Interval),
 		f: Forecast{Now: now, Objective: obj, Reports: h.Len()}}
 	for _, stage := range fitStages {
@@ -54,15 +55,15 @@ var fitStages = [...]fitStage{
 
 // fitState is what Fit's stages share.
 type fitState struct {
-	h   *History
-	obj Objective
+	h   *progress.History
+	obj progress.Objective
 	now float64
 	s   Settings
 	z   float64 // the interval's normal quantile
 	f   Forecast
 
-	pts  []Point // reports up to now
-	last Point   // the latest of them
+	pts  []progress.Point // reports up to now
+	last progress.Point   // the latest of them
 	axis axisKind
 
 	pc     pace
@@ -84,7 +85,7 @@ type fitState struct {
 
 // selectReports keeps the reports up to now.
 func selectReports(st *fitState) bool {
-	for _, p := range st.h.points {
+	for _, p := range st.h.Points() {
 		if p.T <= st.now {
 			st.pts = append(st.pts, p)
 		}
@@ -99,7 +100,7 @@ func selectReports(st *fitState) bool {
 	f.Reports = len(st.pts)
 	st.last = st.pts[len(st.pts)-1]
 	f.Segments = st.last.Seg + 1
-	f.LastReport = ptr(math.Min(st.now, math.Max(st.last.T, st.h.lastReport)))
+	f.LastReport = ptr(math.Min(st.now, math.Max(st.last.T, st.h.LastReport())))
 	st.axis = chooseAxis(st.pts)
 	return true
 }
@@ -155,7 +156,7 @@ func measurePace(st *fitState) bool {
 	f, last, axis := &st.f, st.last, st.axis
 	paceAxis := axis.value
 	if axis == axisSteps || axis == axisEpochs {
-		paceAxis = Point.Fraction
+		paceAxis = progress.Point.Fraction
 	}
 	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis))
 	if st.paceOK && st.pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {

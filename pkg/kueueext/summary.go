@@ -16,12 +16,13 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // ToForecastStatus converts a Trainer API trainerStatus into the shape
 // pkg/forecast validates (which also accepts fractional values).
-func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
-	var out forecast.TrainerStatus
+func ToForecastStatus(ts *trainer.TrainerStatus) progress.TrainerStatus {
+	var out progress.TrainerStatus
 	if ts == nil {
 		return out
 	}
@@ -34,9 +35,9 @@ func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
 		out.EstimatedRemainingSeconds = &v
 	}
 	if len(ts.Metrics) > 0 {
-		out.Metrics = make([]forecast.MetricValue, len(ts.Metrics))
+		out.Metrics = make([]progress.MetricValue, len(ts.Metrics))
 		for i, m := range ts.Metrics {
-			out.Metrics[i] = forecast.MetricValue{Name: m.Name, Value: m.Value}
+			out.Metrics[i] = progress.MetricValue{Name: m.Name, Value: m.Value}
 		}
 	}
 	if !ts.LastUpdatedTime.IsZero() {
@@ -50,7 +51,7 @@ func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
 // API shape, as the Trainer status server receives it: progress and ETA
 // are integers there (progress floored, ETA rounded), and lastUpdatedTime
 // is set to at (the reporter's clock).
-func FromForecastStatus(s forecast.TrainerStatus, at time.Time) trainer.TrainerStatus {
+func FromForecastStatus(s progress.TrainerStatus, at time.Time) trainer.TrainerStatus {
 	out := trainer.TrainerStatus{LastUpdatedTime: metav1.NewTime(at)}
 	if p := s.ProgressPercentage; p != nil && !math.IsNaN(*p) {
 		v := int32(math.Max(0, math.Min(100, math.Floor(*p))))

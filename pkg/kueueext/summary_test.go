@@ -12,6 +12,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 func TestTrainerStatusConversion(t *testing.T) {
@@ -23,7 +24,7 @@ func TestTrainerStatusConversion(t *testing.T) {
 	}
 	fs := ToForecastStatus(ts)
 	if *fs.ProgressPercentage != 45 || *fs.EstimatedRemainingSeconds != 3600 || len(fs.Metrics) != 2 ||
-		fs.Metrics[0] != (forecast.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
+		fs.Metrics[0] != (progress.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
 		t.Errorf("ToForecastStatus: %+v", fs)
 	}
 	if empty := ToForecastStatus(nil); empty.ProgressPercentage != nil || empty.Metrics != nil {
@@ -31,15 +32,15 @@ func TestTrainerStatusConversion(t *testing.T) {
 	}
 
 	// History-file values are floats: the status server's API takes integers.
-	back := FromForecastStatus(forecast.TrainerStatus{
+	back := FromForecastStatus(progress.TrainerStatus{
 		ProgressPercentage: ptr.To(99.9), EstimatedRemainingSeconds: ptr.To(12.6),
-		Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "nan"}},
+		Metrics: []progress.MetricValue{{Name: "eval_loss", Value: "nan"}},
 	}, t0)
 	if *back.ProgressPercentage != 99 || *back.EstimatedRemainingSeconds != 13 || back.Metrics[0].Value != "nan" ||
 		!back.LastUpdatedTime.Time.Equal(t0) {
 		t.Errorf("FromForecastStatus: %+v", back)
 	}
-	clamped := FromForecastStatus(forecast.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
+	clamped := FromForecastStatus(progress.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
 	if *clamped.ProgressPercentage != 100 || *clamped.EstimatedRemainingSeconds != math.MaxInt32 {
 		t.Errorf("clamping: %+v", clamped)
 	}

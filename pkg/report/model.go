@@ -14,6 +14,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Horizons are the capacity forecast's horizons: 1 h, 6 h and 24 h.
@@ -58,7 +59,7 @@ type JobInput struct {
 	// ProgressForecast status fields when the decision is not stored).
 	Verdict, Reason string
 	// History, when set, is drawn in the job's chart.
-	History *forecast.History
+	History *progress.History
 }
 
 // State is a Workload's state as the report shows it.

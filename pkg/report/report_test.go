@@ -17,6 +17,7 @@ import (
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -30,12 +31,12 @@ func exampleJob(t *testing.T, name string, frac float64, queue string, gpus int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+	hf, err := progress.ReadHistoryFile(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := frac * hf.Header.Outcome.EndSeconds
-	h := forecast.NewHistory(forecast.DefaultLimits())
+	h := progress.NewHistory(progress.DefaultLimits())
 	for _, r := range hf.Reports {
 		if r.T > at {
 			break

@@ -1,9 +1,10 @@
-package forecast
+package progress
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -212,7 +213,7 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 	for m := range e.NaNMetrics {
 		nanNames = append(nanNames, m)
 	}
-	sortStrings(nanNames)
+	slices.Sort(nanNames)
 	for _, m := range nanNames {
 		for _, i := range e.NaNMetrics[m] {
 			if i < 0 || i >= n || len(h.points[i].NaNMetrics) >= h.limits.MaxMetrics {
@@ -243,7 +244,7 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 			names = append(names, key[2:])
 		}
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	kept := 0
 	for _, name := range names {
 		if !h.alwaysKept(name) {
