@@ -46,8 +46,9 @@ type Options struct {
 	PerJob  bool        // include Report.Jobs (with the forecasts)
 	Engine  Engine      // default ForecastEngine{}
 	Optimus CurveFitter // default OptimusOnly
-	// OnThinned, when set, is told of each file over the limits that was
-	// thinned (MaxReports); calls are serialized.
+	// OnThinned, when set, is told of each file that was thinned (over
+	// MaxReports reports or MaxFileBytes; readBounded); calls are
+	// serialized.
 	OnThinned func(name string, t Thinning)
 }
 
@@ -134,7 +135,7 @@ type Thinning struct {
 	Read   int // reports in the file
 	Kept   int // reports kept
 	Stride int // every Stride-th report kept, besides the pinned ones
-	Pinned int // reports kept for a change of run state (thinner.pin)
+	Pinned int // kept reports that were pinned (thinner.stateChange)
 }
 
 // Thinned reports whether the file was thinned.
@@ -161,7 +162,8 @@ func readBounded(r io.Reader) (*forecast.HistoryFile, Thinning, error) {
 		}
 		th.add(rep, cr.n > MaxFileBytes)
 	}
-	return th.file(hr.Header)
+	f, t := th.file(hr.Header)
+	return f, t, nil
 }
 
 // countingReader counts the bytes read through it.
@@ -235,7 +237,6 @@ type thinner struct {
 	over           bool // the file is beyond MaxReports or MaxFileBytes
 	n              int  // reports read
 	prev           kept // the last report read
-	prevKept       bool
 	firstT         float64
 	counters       []string           // progress counters whose going back is pinned
 	watch          map[string]bool    // fields whose first report is pinned, until seen
@@ -342,8 +343,8 @@ func (th *thinner) pin(k *kept) bool {
 	return true
 }
 
-// stateChange says whether rep, or the report before it and rep, are
-// pinned (the list at maxPinned).
+// stateChange says whether rep is to be pinned (pinCur) and whether the
+// report before it is too (pinPrev); pin applies the budget.
 func (th *thinner) stateChange(rep forecast.FileReport) (pinPrev, pinCur bool) {
 	ts := rep.TrainerStatus
 	first := func(name string) {
@@ -391,7 +392,7 @@ func (th *thinner) stateChange(rep forecast.FileReport) (pinPrev, pinCur bool) {
 }
 
 // file is what was kept, the last report always included.
-func (th *thinner) file(hd forecast.FileHeader) (*forecast.HistoryFile, Thinning, error) {
+func (th *thinner) file(hd forecast.FileHeader) (*forecast.HistoryFile, Thinning) {
 	if th.n > 0 {
 		if l := len(th.kept) - 1; l < 0 || th.kept[l].i != th.prev.i {
 			th.keep(th.prev)
@@ -410,7 +411,7 @@ func (th *thinner) file(hd forecast.FileHeader) (*forecast.HistoryFile, Thinning
 	if th.stride > 1 {
 		t = Thinning{Read: th.n, Kept: len(f.Reports), Stride: th.stride, Pinned: pinned}
 	}
-	return f, t, nil
+	return f, t
 }
 
 // FilesFromFS lists the *.jsonl files under root in fsys (e.g. the

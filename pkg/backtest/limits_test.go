@@ -160,3 +160,27 @@ func TestRunScoresThinnedFiles(t *testing.T) {
 		t.Errorf("plateau truth %v s thinned, %v s whole: want within the stride (%d reports)", jt.Plateau.TruthSeconds, jw.Plateau.TruthSeconds, told[0].Stride)
 	}
 }
+
+// TestThinnerPinsStateChanges: the first report of a scored field, both
+// sides of a reporting gap and both sides of a progress reset are pinned
+// (kept whatever the stride).
+func TestThinnerPinsStateChanges(t *testing.T) {
+	th := newThinner(forecast.FileHeader{})
+	for _, r := range []struct {
+		t    float64
+		step string
+	}{{0, "0"}, {10, "1"}, {20, "2"}, {1000, "3"}, {1010, "1"}, {1020, "2"}} {
+		th.add(forecast.FileReport{T: r.t, TrainerStatus: forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "current_step", Value: r.step}}}}, false)
+	}
+	var pinned []int
+	for _, k := range th.kept {
+		if k.pinned {
+			pinned = append(pinned, k.i)
+		}
+	}
+	// 0: the first current_step; 2, 3: the gap (980 s against a mean of
+	// 10 s); 3, 4: the step going back from 3 to 1.
+	if want := []int{0, 2, 3, 4}; !reflect.DeepEqual(pinned, want) || len(th.kept) != 6 {
+		t.Errorf("pinned reports %v of %d kept, want %v of 6", pinned, len(th.kept), want)
+	}
+}
