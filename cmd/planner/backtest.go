@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/progress-planner/planner/examples"
+	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/backtest"
 )
 
@@ -31,7 +32,13 @@ the labelled incidents (hang, divergence, plateau extension, preempt/resume).
 
 PATH are history files or directories (searched recursively for *.jsonl).
 Without a PATH the synthetic example histories built into the binary are
-used.`,
+used.
+
+A file of at most 50,000 reports and 16 MiB is scored whole. A bigger one
+is read streaming and, where it holds more, thinned to at most 50,000
+reports of about 16 MiB: every k-th report (k a power of two), the first
+and the last, and the reports around each change of run state
+(docs/limits.md); standard error says so.`,
 		Example: `  planner backtest
   planner backtest ../shared/data/curves -o json > backtest.json
   planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9`,
@@ -64,6 +71,10 @@ used.`,
 			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output == "json"}
 			if lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output, len(inputs), start)
+			}
+			opt.OnThinned = func(name string, t backtest.Thinning) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "backtest: %s: %d reports, over the limits (%d reports, %d MiB): scored on %d of them (every %d-th, and %d kept around changes of run state)\n",
+					textsafe.Line(name), t.Read, backtest.MaxReports, backtest.MaxFileBytes>>20, t.Kept, t.Stride, t.Pinned)
 			}
 			r := backtest.Run(inputs, opt)
 			r.Source, r.Paths = source, args

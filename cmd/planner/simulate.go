@@ -240,7 +240,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.Float64Var(&minImprovement, "min-improvement", 0.01, "what-if: the meaningful improvement (share of the metric's own value) below which a job may be called Plateaued (docs/policy.md; the controller's forecast.minImprovement)")
 	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
 	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
-	fl.IntVar(&limit, "limit", 0, "replay only the N earliest submissions of the trace (memory O(N); the file is still scanned)")
+	fl.IntVar(&limit, "limit", 0, "replay only the first N usable rows of the trace file and stop reading there (sorted by submission as usual); these are the N earliest submissions only in a file sorted by submission time: the Alibaba pod list is, the Pollux philly.csv is not")
 	fl.IntVar(&clusterGPUs, "cluster-gpus", 0, "trace: cluster capacity (default: the trace's mean demand / 0.85)")
 	fl.BoolVar(&singleQueue, "single-queue", false, "trace: one ClusterQueue instead of one per trace group (Philly virtual cluster, Alibaba QoS)")
 	fl.StringVar(&priorities, "priorities", "", "priority mix VALUE:SHARE,... (e.g. 0:0.8,1000:0.2; default: the scenario's, all 0 for traces)")
