@@ -132,10 +132,10 @@ const (
 // Thinning says how a file over the limits was thinned (zero: it was
 // not).
 type Thinning struct {
-	Read   int // reports in the file
-	Kept   int // reports kept
-	Stride int // every Stride-th report kept, besides the pinned ones
-	Pinned int // kept reports that were pinned (thinner.stateChange)
+	Read   int `json:"read"`   // reports in the file
+	Kept   int `json:"kept"`   // reports kept
+	Stride int `json:"stride"` // every Stride-th report kept, besides the pinned ones
+	Pinned int `json:"pinned"` // kept reports that were pinned (thinner.stateChange)
 }
 
 // Thinned reports whether the file was thinned.
@@ -521,8 +521,8 @@ func evalInput(ev *evaluator, in Input, onThin func(string, Thinning)) (job Job,
 		}
 	}()
 	var f *progress.HistoryFile
+	var th Thinning
 	if in.load != nil {
-		var th Thinning
 		f, th, err = in.load()
 		if err == nil && th.Thinned() {
 			onThin(in.Name, th)
@@ -533,5 +533,9 @@ func evalInput(ev *evaluator, in Input, onThin func(string, Thinning)) (job Job,
 	if err != nil {
 		return Job{}, err
 	}
-	return ev.evalFile(in.Name, f)
+	job, err = ev.evalFile(in.Name, f)
+	if th.Thinned() {
+		job.Thinned = &th
+	}
+	return job, err
 }

@@ -148,6 +148,9 @@ func TestRunScoresThinnedFiles(t *testing.T) {
 		t.Fatalf("skipped %+v, %d jobs, told %+v", rt.Skipped, len(rt.Jobs), told)
 	}
 	jt, jw := rt.Jobs[0], rw.Jobs[0]
+	if jt.Thinned == nil || *jt.Thinned != told[0] || jw.Thinned != nil {
+		t.Errorf("the JSON's thinned field: %+v (told %+v), whole %+v", jt.Thinned, told[0], jw.Thinned)
+	}
 	if jw.Reports != n || len(jt.Cuts) != len(jw.Cuts) || jt.Plateau == nil || jw.Plateau == nil {
 		t.Fatalf("thinned %+v, whole %+v", jt, jw)
 	}
