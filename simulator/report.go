@@ -93,8 +93,11 @@ func Compare(in *Input, policies []string, seed uint64, opt Options) (*Compariso
 
 // WriteJSON writes the comparison as indented JSON (non-finite numbers as
 // null).
-func (c *Comparison) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(c)
+func (c *Comparison) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, c) }
+
+// writeIndentedJSON writes v as indented JSON and a newline.
+func writeIndentedJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

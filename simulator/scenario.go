@@ -54,6 +54,10 @@ type Scenario struct {
 	// (matched by duration class and time-scaled) instead of families.
 	Curves   *CurveSource `json:"curves,omitempty"`
 	Families *Families    `json:"families,omitempty"`
+
+	// files, when set (KeepFiles), keeps the trace and curves Resolve
+	// reads, for a sweep resolving one scenario under many seeds.
+	files *fileCache
 }
 
 // PriorityClass is one class of the priority mix.
@@ -457,7 +461,7 @@ func (s *Scenario) Resolve() (*Input, error) {
 	var curves *CurveSet
 	if s.Curves != nil && s.Curves.Dir != "" && len(s.Jobs) == 0 {
 		var err error
-		if curves, err = LoadCurves(s.Curves.Dir); err != nil {
+		if curves, err = s.files.curves(s.Curves.Dir); err != nil {
 			return nil, err
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
@@ -611,7 +615,7 @@ func (s *Scenario) generate(in *Input) {
 
 func (s *Scenario) fromTrace(in *Input) error {
 	ts := s.Trace
-	tr, err := ReadTraceFile(ts.Path, ts.Format, ts.Limit)
+	tr, err := s.files.trace(ts.Path, ts.Format, ts.Limit)
 	if err != nil {
 		return err
 	}
