@@ -35,6 +35,7 @@ func newSimulateCmd() *cobra.Command {
 		progress                                        string
 		printDefault, targets                           bool
 		capacity                                        capacityBacktestFlags
+		whatIf                                          whatIfFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -167,8 +168,17 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if err := opt.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if whatIf.sweeping() {
+				if !flags.Changed("policies") {
+					pols = sweepDefaultPolicies
+				}
+				return runSweep(cmd, sc, opt, pols, whatIf, output, outFile)
+			}
 			in, err := sc.Resolve()
 			if err != nil {
+				return err
+			}
+			if in, opt, err = whatIf.apply(in, opt); err != nil {
 				return err
 			}
 			if capacity.enabled {
@@ -208,31 +218,15 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 					return err
 				}
 			}
-			w := cmd.OutOrStdout()
-			var f *os.File
-			if outFile != "" && outFile != "-" {
-				if f, err = os.Create(outFile); err != nil {
-					return err
+			return writeOutput(cmd, outFile, func(w io.Writer) error {
+				switch output {
+				case "json":
+					return cmp.WriteJSON(w)
+				case "html":
+					return cmp.WriteHTML(w)
 				}
-				defer f.Close()
-				w = f
-			}
-			bw := bufio.NewWriter(w)
-			switch output {
-			case "json":
-				err = cmp.WriteJSON(bw)
-			case "html":
-				err = cmp.WriteHTML(bw)
-			default:
-				err = cmp.WriteTable(bw)
-			}
-			if err == nil {
-				err = bw.Flush()
-			}
-			if err == nil && f != nil {
-				err = f.Close()
-			}
-			return err
+				return cmp.WriteTable(w)
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -262,6 +256,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.BoolVar(&printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
 	fl.BoolVar(&targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
 	capacity.add(cmd)
+	whatIf.add(cmd)
 	return cmd
 }
 
@@ -314,6 +309,30 @@ func progressBar(w io.Writer) func(policy string, done, total int) {
 		}
 		fmt.Fprintf(w, "\r\033[Ksimulating %s [%s%s] %d/%d jobs", policy, strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
 	}
+}
+
+// writeOutput runs write on standard output or, when path is set (and not
+// "-"), on that file, buffered; a failed write or close is the error.
+func writeOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
+	w := cmd.OutOrStdout()
+	var f *os.File
+	if path != "" && path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && f != nil {
+		err = f.Close()
+	}
+	return err
 }
 
 // exportedJob is the fidelity harness's view of a job.
