@@ -293,7 +293,7 @@ func RunSweep(resolve func(seed uint64) (*Input, error), opt Options, sp SweepSp
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	sw, err := NewSweep(inputs[0], sp, runs)
+	sw, err := NewSweep(SweepOf{Scenario: inputs[0].Name, Source: inputs[0].Source, Jobs: len(inputs[0].Jobs)}, sp, runs)
 	if err != nil {
 		return nil, err
 	}
@@ -369,9 +369,17 @@ func sweepMetric(name string) (SweepMetric, bool) {
 	return SweepMetric{}, false
 }
 
+// SweepOf names what a sweep ran on: the scenario, its source and its
+// number of jobs (under the first seed).
+type SweepOf struct {
+	Scenario string `json:"scenario"`
+	Source   string `json:"source"`
+	Jobs     int    `json:"jobs"`
+}
+
 // NewSweep aggregates runs (one per unit, any order; from RunSweep or
-// collected from a Job's pods) into a Sweep. in names the scenario.
-func NewSweep(in *Input, sp SweepSpec, runs []SweepRun) (*Sweep, error) {
+// collected from a Job's pods) into a Sweep.
+func NewSweep(of SweepOf, sp SweepSpec, runs []SweepRun) (*Sweep, error) {
 	if err := sp.Validate(); err != nil {
 		return nil, err
 	}
@@ -393,7 +401,7 @@ func NewSweep(in *Input, sp SweepSpec, runs []SweepRun) (*Sweep, error) {
 		}
 		byUnit[r.Unit] = r
 	}
-	sw := &Sweep{Scenario: in.Name, Source: in.Source, Jobs: len(in.Jobs), Spec: sp}
+	sw := &Sweep{Scenario: of.Scenario, Source: of.Source, Jobs: of.Jobs, Spec: sp}
 	for u, r := range byUnit {
 		if r == nil {
 			return nil, fmt.Errorf("unit %d (point %d, seed %d): no result", u, u/len(sp.Seeds), sp.Seeds[u%len(sp.Seeds)])

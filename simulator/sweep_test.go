@@ -79,7 +79,7 @@ func TestGoalUncertaintyAcrossSeeds(t *testing.T) {
 		r.Summaries = []Summary{s}
 		runs = append(runs, r)
 	}
-	sw, err := NewSweep(&Input{Name: "made"}, sp, runs)
+	sw, err := NewSweep(SweepOf{Scenario: "made"}, sp, runs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,10 @@ func TestGoalUncertaintyAcrossSeeds(t *testing.T) {
 		t.Errorf("answer %+v", a)
 	}
 	// A unit missing or given twice is an error, not a silent gap.
-	if _, err := NewSweep(&Input{}, sp, runs[1:]); err == nil || !strings.Contains(err.Error(), "unit 0") {
+	if _, err := NewSweep(SweepOf{}, sp, runs[1:]); err == nil || !strings.Contains(err.Error(), "unit 0") {
 		t.Errorf("missing unit: %v", err)
 	}
-	if _, err := NewSweep(&Input{}, sp, append(runs, runs[0])); err == nil || !strings.Contains(err.Error(), "two results") {
+	if _, err := NewSweep(SweepOf{}, sp, append(runs, runs[0])); err == nil || !strings.Contains(err.Error(), "two results") {
 		t.Errorf("duplicate unit: %v", err)
 	}
 }

@@ -257,6 +257,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.BoolVar(&targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
 	capacity.add(cmd)
 	whatIf.add(cmd)
+	cmd.AddCommand(newSimulateUnitCmd(), newSimulateCollectCmd())
 	return cmd
 }
 

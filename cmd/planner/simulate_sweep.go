@@ -17,6 +17,7 @@ type whatIfFlags struct {
 	seeds        int
 	goal         string
 	workers      int
+	job          jobFlags
 }
 
 // sweepDefaultPolicies: a sweep compares Kueue alone with the planner
@@ -31,6 +32,7 @@ func (f *whatIfFlags) add(cmd *cobra.Command) {
 	fl.IntVar(&f.seeds, "seeds", 1, "with --sweep: run every point under this many seeds (the scenario's seed and the next ones)")
 	fl.StringVar(&f.goal, "goal", "", "with --sweep: answer the smallest setting of the first knob meeting METRIC<=VALUE, e.g. 'queueing.p95<=1h' (metrics: queueing.p50|p95|mean, jct.mean|p95, plateau.gpuh, early-stops, saved.gpuh, preemptions, utilization)")
 	fl.IntVar(&f.workers, "workers", 0, "with --sweep: runs at a time (default: GOMAXPROCS, every core)")
+	f.job.add(cmd)
 }
 
 func (f *whatIfFlags) sweeping() bool { return len(f.sweeps) > 0 }
@@ -49,6 +51,9 @@ func (f *whatIfFlags) settings() ([]simulator.Setting, error) {
 
 // apply applies the --set what-ifs to a single run.
 func (f *whatIfFlags) apply(in *simulator.Input, opt simulator.Options) (*simulator.Input, simulator.Options, error) {
+	if f.job.asJob {
+		return nil, opt, usageErrorf("--as-job needs --sweep")
+	}
 	if len(f.sets) == 0 {
 		return in, opt, nil
 	}
@@ -89,6 +94,9 @@ func runSweep(cmd *cobra.Command, sc *simulator.Scenario, opt simulator.Options,
 	sp, err := f.spec(pols, sc.Seed)
 	if err != nil {
 		return err
+	}
+	if f.job.asJob {
+		return writeSweepJob(cmd, sc, opt, sp, f.job, outFile)
 	}
 	var goal *simulator.Goal
 	if f.goal != "" {
