@@ -30,6 +30,9 @@ type Scenario struct {
 	// per trace group (Philly virtual cluster, Alibaba QoS) is made, all in
 	// one cohort (see TraceSource.ClusterGPUs).
 	Queues []Queue `json:"queues,omitempty"`
+	// LocalQueues record which LocalQueue fed which ClusterQueue in a
+	// scenario read from a cluster (jobs name their ClusterQueue).
+	LocalQueues []LocalQueue `json:"localQueues,omitempty"`
 	// Priorities is the priority mix of generated and trace jobs (shares
 	// are normalized). Empty: every job has priority 0.
 	Priorities []PriorityClass `json:"priorities,omitempty"`

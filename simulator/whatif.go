@@ -296,3 +296,11 @@ func policyValue(v string) any {
 	}
 	return v
 }
+
+// LocalQueue is a namespace's queue into a ClusterQueue (informational:
+// the simulator queues jobs by ClusterQueue).
+type LocalQueue struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	ClusterQueue string `json:"clusterQueue"`
+}

@@ -36,6 +36,7 @@ func newSimulateCmd() *cobra.Command {
 		printDefault, targets                           bool
 		capacity                                        capacityBacktestFlags
 		whatIf                                          whatIfFlags
+		cluster                                         clusterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -76,6 +77,13 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			flags := cmd.Flags()
 			var sc *simulator.Scenario
 			switch {
+			case cluster.from:
+				if scenarioFile != "" || traceFile != "" {
+					return usageErrorf("--from-cluster replaces --scenario and --trace")
+				}
+				if sc, err = cluster.scenario(cmd); err != nil {
+					return err
+				}
 			case scenarioFile != "":
 				if sc, err = simulator.LoadScenario(scenarioFile); err != nil {
 					return err
@@ -257,6 +265,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.BoolVar(&targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
 	capacity.add(cmd)
 	whatIf.add(cmd)
+	cluster.add(cmd)
 	cmd.AddCommand(newSimulateUnitCmd(), newSimulateCollectCmd())
 	return cmd
 }
@@ -381,7 +390,11 @@ func writeEvents(path string, sc *simulator.Scenario, in *simulator.Input, cmp *
 // writeExport writes the resolved jobs as a scenario with an explicit job
 // list (curves become simple curves with the same plateau onset).
 func writeExport(path string, sc *simulator.Scenario, in *simulator.Input) error {
-	out := simulator.Scenario{Name: in.Name, Description: "exported from " + in.Source, Seed: sc.Seed, Queues: in.Queues,
+	desc := "exported from " + in.Source
+	if sc.Description != "" {
+		desc += ": " + sc.Description
+	}
+	out := simulator.Scenario{Name: in.Name, Description: desc, Seed: sc.Seed, Queues: in.Queues, LocalQueues: sc.LocalQueues,
 		CheckpointInterval: sc.CheckpointInterval, Reports: sc.Reports, Cadence: sc.Cadence, LAS: sc.LAS, Policy: sc.Policy, Deactivate: sc.Deactivate}
 	for _, j := range in.Jobs {
 		js := simulator.JobSpec{Name: j.Name, Queue: j.Queue, Arrival: simulator.Seconds(j.Arrival), GPUs: j.GPUs, Priority: j.Priority,
