@@ -118,6 +118,14 @@ func TestSimulateDefaultHeadlineNoTargets(t *testing.T) {
 	if strings.Contains(out, "MISSED") || strings.Contains(out, "Targets") {
 		t.Errorf("target lines without --targets:\n%s", out)
 	}
+	js, _, err := runCLI(nil, "simulate", "--policies", "kueue,planner", "--progress", "off", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Headline []string }
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Headline) < 5 {
+		t.Errorf("JSON headline: %v %q", err, doc.Headline)
+	}
 	out, _, err = runCLI(nil, "simulate", "--policies", "kueue,planner", "--progress", "off", "--targets")
 	if err != nil {
 		t.Fatal(err)
