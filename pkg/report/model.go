@@ -8,8 +8,10 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/progress-planner/planner/pkg/forecast"
@@ -60,6 +62,11 @@ type JobInput struct {
 	Verdict, Reason string
 	// History, when set, is drawn in the job's chart.
 	History *progress.History
+	// Outcome is how the run ended when it is known to have ended as of
+	// the forecast (a history file read to its end: its header's
+	// outcome.status, e.g. completed, target_reached, aborted, unknown);
+	// "" while it runs or when unknown.
+	Outcome string
 }
 
 // State is a Workload's state as the report shows it.
@@ -71,6 +78,9 @@ const (
 	Waiting  State = "waiting"
 	Finished State = "finished"
 	Inactive State = "inactive"
+	// Stopped: the job's run ended before its planned end (a history
+	// whose outcome says so).
+	Stopped State = "stopped"
 )
 
 // QueueInput is one ClusterQueue: its GPU quota (nominal, the flavors'
@@ -102,11 +112,15 @@ type Report struct {
 // JobRow is one job of the report. Durations are seconds, shares
 // fractions, metric values in the metric's units; absent means unknown.
 type JobRow struct {
-	Namespace         string   `json:"namespace,omitempty"`
-	Name              string   `json:"name"`
-	Queue             string   `json:"queue,omitempty"`
-	GPUs              int      `json:"gpus"`
-	State             State    `json:"state"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Queue     string `json:"queue,omitempty"`
+	GPUs      int    `json:"gpus"`
+	State     State  `json:"state"`
+	// StateNote says why the state is what it is when the history says
+	// more than the Workload: how an ended run ended, or how long ago a
+	// running job last reported when it is late.
+	StateNote         string   `json:"stateNote,omitempty"`
 	BasePriority      int32    `json:"basePriority"`
 	Boost             int32    `json:"boost"`
 	EffectivePriority int32    `json:"effectivePriority"`
@@ -212,8 +226,10 @@ func stateRank(s State) int {
 		return 1
 	case Inactive:
 		return 2
+	case Finished, Stopped:
+		return 3
 	}
-	return 3
+	return 4
 }
 
 func jobRow(j *JobInput) (JobRow, *jobChart) {
@@ -232,6 +248,19 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 	if f == nil {
 		return row, nil
 	}
+	rs := RunStateOf(j.State, f, j.Outcome)
+	row.State, row.StateNote = rs.State, rs.Note
+	if rs.Ended {
+		// The policy judges running jobs: Warming, Progressing, NearDone
+		// or Hung would contradict an ended run. What the forecast saw in
+		// the curve (a plateau, a divergence) stays true of it.
+		switch v := preempt.Verdict(row.Verdict); v {
+		case preempt.Plateaued, preempt.Diverging, preempt.Untrusted:
+			row.Reason = rs.Note + "; the curve: " + curveEvidence(v, f, row.Reason)
+		default:
+			row.Verdict, row.Reason = "", rs.Note
+		}
+	}
 	row.Progress = f.Progress
 	if f.ETA.Known {
 		row.ETA = &Range{Value: f.ETA.Value, Lo: f.ETA.Lo, Hi: f.ETA.Hi}
@@ -249,7 +278,106 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 	if f.Reports == 0 {
 		return row, nil // nothing to draw yet
 	}
-	return row, newJobChart(row, j)
+	return row, newJobChart(row, j, rs.Ended)
+}
+
+// curveEvidence is the forecast's own evidence for a verdict kept on an
+// ended run (not the policy's reason, which speaks of boosts and
+// yielding).
+func curveEvidence(v preempt.Verdict, f *forecast.Forecast, reason string) string {
+	switch {
+	case v == preempt.Plateaued && f.PlateauReason != "":
+		return "plateaued (" + f.PlateauReason + ")"
+	case v == preempt.Diverging && f.DivergenceReason != "":
+		return "diverging (" + f.DivergenceReason + ")"
+	case v == preempt.Untrusted && len(f.Integrity.Issues) > 0:
+		return "untrusted progress (" + strings.Join(f.Integrity.Issues, "; ") + ")"
+	}
+	return reason
+}
+
+// RunState is what a job's history says about its run, beside the state
+// of its Workload.
+type RunState struct {
+	// State is Finished or Stopped when the run has ended, else the
+	// Workload's state.
+	State State
+	// Note says how the run ended, or how long ago a running job last
+	// reported when it is late; "" when there is nothing to add.
+	Note string
+	// Ended: the run is over, so the policy's verdict about a running job
+	// no longer applies and there is nothing left to forecast.
+	Ended bool
+}
+
+// lateFactor: a running job is late when it has not reported for this
+// many of its usual intervals (and at least lateMin seconds).
+const (
+	lateFactor = 3
+	lateMin    = 60
+)
+
+// RunStateOf derives the run's state from the Workload's state, the
+// forecast (as of f.Now) and the outcome the history's source reports
+// (JobInput.Outcome; "" when the run is not known to have ended):
+//
+//   - finished: the outcome says completed or target_reached, or the
+//     planner's own progress (the step counter over its total) reached
+//     100 % — unless the progress is untrusted (integrity findings: a
+//     forged 100 % must not end a job's scrutiny);
+//   - stopped: the run ended short of that (aborted, or any other
+//     outcome);
+//   - otherwise the Workload's state, with the last report's age when a
+//     running job is late.
+func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
+	rs := RunState{State: state}
+	if f == nil || f.Reports == 0 || state == Waiting || state == Inactive {
+		return rs
+	}
+	trusted := len(f.Integrity.Issues) == 0
+	done := f.Progress != nil && *f.Progress >= 1-1e-9
+	progress := "progress " + fmtOptPct(f.Progress)
+	if f.Step != nil && f.TotalSteps != nil {
+		progress += fmt.Sprintf(" (step %s of %s)", fmtNum(*f.Step), fmtNum(*f.TotalSteps))
+	}
+	switch outcome {
+	case "completed", "target_reached":
+		if trusted {
+			rs.State, rs.Ended = Finished, true
+			rs.Note = "finished: the run " + strings.ReplaceAll(outcome, "_", " ") + ", " + progress
+			if f.Progress == nil {
+				rs.Note = "finished: the run " + strings.ReplaceAll(outcome, "_", " ")
+			}
+			return rs
+		}
+	case "":
+	default:
+		if done && trusted {
+			break
+		}
+		rs.State, rs.Ended = Stopped, true
+		rs.Note = "stopped: the run ended (" + strings.ReplaceAll(outcome, "_", " ") + ") at " + progress
+		return rs
+	}
+	if done && trusted {
+		rs.State, rs.Ended = Finished, true
+		rs.Note = "finished: " + progress
+		if f.ETA.Known && f.ETA.Value == 0 {
+			rs.Note += ", ETA 0s"
+		}
+		return rs
+	}
+	if state == Running && f.LastReport != nil {
+		age := f.Now - *f.LastReport
+		late := float64(lateMin)
+		if f.ReportInterval != nil {
+			late = math.Max(late, lateFactor**f.ReportInterval)
+		}
+		if age > late {
+			rs.Note = "last report " + fmtDur(age) + " ago"
+		}
+	}
+	return rs
 }
 
 func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, iv float64) QueueRow {
@@ -259,7 +387,14 @@ func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, 
 		if j.Queue != name {
 			continue
 		}
-		switch j.State {
+		state := j.State
+		if j.Outcome != "" && RunStateOf(j.State, j.Forecast, j.Outcome).Ended {
+			// A history known to have ended (a file read to its end)
+			// holds no GPUs. A live Workload keeps its quota until Kueue
+			// finishes it, whatever its progress says.
+			state = Finished
+		}
+		switch state {
 		case Running:
 			q.Running++
 			q.UsedGPUs += j.GPUs
