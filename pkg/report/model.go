@@ -310,6 +310,19 @@ type RunState struct {
 	Ended bool
 }
 
+// outcomeText says a history file's outcome.status in words.
+func outcomeText(outcome string) string {
+	switch outcome {
+	case "completed":
+		return "the run completed"
+	case "target_reached":
+		return "the run reached its target"
+	case "aborted":
+		return "the run was aborted"
+	}
+	return "the run ended (outcome " + outcome + ")"
+}
+
 // lateFactor: a running job is late when it has not reported for this
 // many of its usual intervals (and at least lateMin seconds).
 const (
@@ -344,19 +357,19 @@ func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
 	case "completed", "target_reached":
 		if trusted {
 			rs.State, rs.Ended = Finished, true
-			rs.Note = "finished: the run " + strings.ReplaceAll(outcome, "_", " ") + ", " + progress
-			if f.Progress == nil {
-				rs.Note = "finished: the run " + strings.ReplaceAll(outcome, "_", " ")
+			rs.Note = "finished: " + outcomeText(outcome)
+			if f.Progress != nil {
+				rs.Note += ", " + progress
 			}
 			return rs
 		}
 	case "":
 	default:
 		if done && trusted {
-			break
+			break // the counter reached its total: finished, below
 		}
 		rs.State, rs.Ended = Stopped, true
-		rs.Note = "stopped: the run ended (" + strings.ReplaceAll(outcome, "_", " ") + ") at " + progress
+		rs.Note = "stopped: " + outcomeText(outcome) + " at " + progress
 		return rs
 	}
 	if done && trusted {

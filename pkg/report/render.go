@@ -265,14 +265,14 @@ func (r *Report) writeHTML(w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		data.JobCharts = append(data.JobCharts, namedSVG{Kind: "job", Key: r.jobCharts[i].Key, SVG: s})
+		data.JobCharts = append(data.JobCharts, namedSVG{Kind: "job", Key: textsafe.Line(r.jobCharts[i].Key), SVG: s})
 	}
 	for i := range r.Queues {
 		s, err := queueSVG(&r.Queues[i], r.Interval)
 		if err != nil {
 			return err
 		}
-		data.QueueCharts = append(data.QueueCharts, namedSVG{Kind: "queue", Key: r.Queues[i].Name, SVG: s})
+		data.QueueCharts = append(data.QueueCharts, namedSVG{Kind: "queue", Key: textsafe.Line(r.Queues[i].Name), SVG: s})
 	}
 	if err := htmlTmpl.Execute(w, data); err != nil {
 		return fmt.Errorf("render html: %w", err)
