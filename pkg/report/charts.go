@@ -107,13 +107,20 @@ func (c *jobChart) svg() (template.HTML, error) {
 	if c.Predicted != nil && !math.IsNaN(c.End) && !math.IsNaN(c.Current) {
 		grow(c.Predicted.Lo)
 		grow(c.Predicted.Hi)
-		band, err := plotter.NewPolygon(plotter.XYs{{X: c.Now, Y: c.Current}, {X: c.End, Y: c.Predicted.Lo}, {X: c.End, Y: c.Predicted.Hi}})
+		// The fan starts at the last observation, not at now: when a live
+		// job's ETA has run down to now (a silent stretch since its last
+		// report), a fan from now would have no width and vanish.
+		x0 := c.Now
+		if n := len(c.X); n > 0 && c.X[n-1] < x0 {
+			x0 = c.X[n-1]
+		}
+		band, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: c.Current}, {X: c.End, Y: c.Predicted.Lo}, {X: c.End, Y: c.Predicted.Hi}})
 		if err != nil {
 			return "", fmt.Errorf("chart %s: %w", c.Key, err)
 		}
 		band.Color = colBand
 		band.LineStyle.Width = 0
-		mid, err := plotter.NewLine(plotter.XYs{{X: c.Now, Y: c.Current}, {X: c.End, Y: c.Predicted.Value}})
+		mid, err := plotter.NewLine(plotter.XYs{{X: x0, Y: c.Current}, {X: c.End, Y: c.Predicted.Value}})
 		if err != nil {
 			return "", fmt.Errorf("chart %s: %w", c.Key, err)
 		}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,6 +78,10 @@ func TestEndedRunsInTheReport(t *testing.T) {
 	running.ETA = forecast.Estimate{Known: true, Value: 600, Lo: 500, Hi: 700}
 	running.PredictedFinal = forecast.Estimate{Known: true, Value: 2, Lo: 1.8, Hi: 2.2}
 	running.Current = fp(2.5)
+	// A running job whose ETA has run down to now (silent since its last
+	// report): its fan must still have a width on the live page.
+	stale := *running
+	stale.ETA = forecast.Estimate{Known: true}
 	h := forecast.NewHistory(forecast.DefaultLimits())
 	h.Observe(0, forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "3"}, {Name: "current_step", Value: "0"}, {Name: "total_steps", Value: "3000"}}})
 	h.Observe(900, forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "2"}, {Name: "current_step", Value: "1500"}, {Name: "total_steps", Value: "3000"}}})
@@ -84,6 +89,7 @@ func TestEndedRunsInTheReport(t *testing.T) {
 		{Name: "done", Queue: "q", GPUs: 8, State: Running, Forecast: done, Decision: &warm, History: h, Outcome: "completed"},
 		{Name: "flat", Queue: "q", GPUs: 4, State: Running, Forecast: flat, Decision: &plat, History: h},
 		{Name: "live", Queue: "q", GPUs: 2, State: Running, Forecast: running, Decision: &warm, History: h},
+		{Name: "stale", Queue: "q2", GPUs: 2, State: Running, Forecast: &stale, Decision: &warm, History: h},
 	}, Queues: []QueueInput{{Name: "q", QuotaGPUs: 16}}})
 	byName := map[string]JobRow{}
 	for _, j := range r.Jobs {
@@ -104,7 +110,7 @@ func TestEndedRunsInTheReport(t *testing.T) {
 		t.Errorf("queue: used %d running %d, want 6 and 2", q.UsedGPUs, q.Running)
 	}
 	for _, c := range r.jobCharts {
-		if band := !isNaN(c.End); band != (c.Key == "live") {
+		if band := !isNaN(c.End); band != (c.Key == "live" || c.Key == "stale") {
 			t.Errorf("chart %s: forecast fan drawn %v", c.Key, band)
 		}
 	}
@@ -112,8 +118,22 @@ func TestEndedRunsInTheReport(t *testing.T) {
 	if err := r.Write(&b, "html"); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(b.String(), `data-series="forecast-band"`); n != 1 {
-		t.Errorf("%d forecast bands in the page, want 1 (the running job's)", n)
+	if n := strings.Count(b.String(), `data-series="forecast-band"`); n != 2 {
+		t.Errorf("%d forecast bands in the page, want 2 (the running jobs')", n)
+	}
+	// The stale job's fan runs from its last observation (900 s) to now
+	// (1000 s): its band path spans a width, not a vertical line.
+	page := b.String()
+	i := strings.Index(page, `data-job="stale"`)
+	j := strings.Index(page[i:], `data-series="forecast-band"`)
+	k := strings.Index(page[i+j:], "</svg>")
+	band := page[i+j : i+j+k]
+	xs := map[string]bool{}
+	for _, m := range regexp.MustCompile(`[ML]([0-9.]+),`).FindAllStringSubmatch(band, -1) {
+		xs[m[1]] = true
+	}
+	if len(xs) < 2 {
+		t.Errorf("the stale job's fan has no width: %s", band)
 	}
 }
 
