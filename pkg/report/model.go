@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,8 +183,10 @@ func Build(in Input) *Report {
 	for i := range jobs {
 		jobs[i].GPUs = ClampGPUs(int64(jobs[i].GPUs))
 	}
+	// Ended runs sort after the running ones, as finished Workloads do.
+	rank := func(j JobInput) int { return stateRank(RunStateOf(j.State, j.Forecast, j.Outcome).State) }
 	slices.SortStableFunc(jobs, func(a, b JobInput) int {
-		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(stateRank(a.State), stateRank(b.State)),
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(rank(a), rank(b)),
 			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for i := range jobs {
@@ -262,7 +265,8 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 		}
 	}
 	row.Progress = f.Progress
-	if f.ETA.Known {
+	// A stopped run has no time left to forecast.
+	if f.ETA.Known && rs.State != Stopped {
 		row.ETA = &Range{Value: f.ETA.Value, Lo: f.ETA.Lo, Hi: f.ETA.Hi}
 	}
 	row.Metric = f.Objective.Metric
@@ -310,6 +314,15 @@ type RunState struct {
 	Ended bool
 }
 
+// fmtCount prints a step counter in full (fmtNum's 4 significant digits
+// would print 10000 as 1e+04).
+func fmtCount(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return fmtNum(x)
+}
+
 // outcomeText says a history file's outcome.status in words.
 func outcomeText(outcome string) string {
 	switch outcome {
@@ -351,7 +364,7 @@ func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
 	done := f.Progress != nil && *f.Progress >= 1-1e-9
 	progress := "progress " + fmtOptPct(f.Progress)
 	if f.Step != nil && f.TotalSteps != nil {
-		progress += fmt.Sprintf(" (step %s of %s)", fmtNum(*f.Step), fmtNum(*f.TotalSteps))
+		progress += fmt.Sprintf(" (step %s of %s)", fmtCount(*f.Step), fmtCount(*f.TotalSteps))
 	}
 	switch outcome {
 	case "completed", "target_reached":

@@ -89,6 +89,7 @@ func TestEndedRunsInTheReport(t *testing.T) {
 		{Name: "done", Queue: "q", GPUs: 8, State: Running, Forecast: done, Decision: &warm, History: h, Outcome: "completed"},
 		{Name: "flat", Queue: "q", GPUs: 4, State: Running, Forecast: flat, Decision: &plat, History: h},
 		{Name: "live", Queue: "q", GPUs: 2, State: Running, Forecast: running, Decision: &warm, History: h},
+		{Name: "aborted", Queue: "q", GPUs: 2, State: Running, Forecast: running, Decision: &warm, History: h, Outcome: "aborted"},
 		{Name: "stale", Queue: "q2", GPUs: 2, State: Running, Forecast: &stale, Decision: &warm, History: h},
 	}, Queues: []QueueInput{{Name: "q", QuotaGPUs: 16}}})
 	byName := map[string]JobRow{}
@@ -100,6 +101,16 @@ func TestEndedRunsInTheReport(t *testing.T) {
 	}
 	if j := byName["flat"]; j.State != Finished || j.Verdict != string(preempt.Plateaued) || strings.Contains(j.Reason, "yields") || !strings.Contains(j.Reason, "stall: best gained") {
 		t.Errorf("finished plateaued run: state %s verdict %q reason %q", j.State, j.Verdict, j.Reason)
+	}
+	if j := byName["aborted"]; j.State != Stopped || j.ETA != nil || j.Verdict != "" {
+		t.Errorf("aborted run: state %s ETA %v verdict %q", j.State, j.ETA, j.Verdict)
+	}
+	var order []string
+	for _, j := range r.Jobs {
+		order = append(order, j.Name)
+	}
+	if got := strings.Join(order, ","); got != "live,aborted,done,flat,stale" {
+		t.Errorf("job order %s: in each queue the runs that ended come after the running one", got)
 	}
 	if j := byName["live"]; j.State != Running || j.Verdict != "Warming" {
 		t.Errorf("running job: state %s verdict %q", j.State, j.Verdict)
