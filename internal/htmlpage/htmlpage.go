@@ -26,7 +26,7 @@ td,th{border:1px solid #ccc;padding:.25em .45em;text-align:left;vertical-align:t
 td.name{overflow-wrap:anywhere;min-width:7em}
 th{background:#f4f4f4;font-weight:600}
 th.num,td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}
-td .sub{display:block;color:#666;font-size:.9em}
+td .sub{display:block;color:#666;font-size:.9em;white-space:normal}
 tr.job td{border-bottom:none}
 tr.reason td{border-top:none;color:#333;padding-bottom:.45em}
 tr.reason .label{color:#777;font-size:.9em;margin-right:.4em}
