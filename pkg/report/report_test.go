@@ -329,3 +329,44 @@ func TestHTMLLayout(t *testing.T) {
 		t.Errorf("the %d-character name was not shortened", len(long))
 	}
 }
+
+// TestGoldenEnded: example histories read to their end, as `planner
+// report FILE...` reads them by default (the header's outcome passed on),
+// next to one cut mid-run: the goldens show the finished and stopped
+// states, their notes, and the verdicts dropped or kept.
+func TestGoldenEnded(t *testing.T) {
+	ended := func(name string, gpus int) JobInput {
+		j := exampleJob(t, name, 1, "offline", gpus, Running)
+		b, err := fs.ReadFile(examples.FS, examples.Dir+"/"+name+".jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hf, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Outcome = hf.Header.Outcome.Status
+		return j
+	}
+	in := Input{
+		Title:       "Progress Planner report (ended runs)",
+		Source:      "embedded example histories",
+		GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Interval:    0.8,
+		Jobs: []JobInput{
+			ended("synth__inverse-power", 8),       // completed
+			ended("synth__target-stop", 16),        // target_reached, no total
+			ended("synth__checkpoint-snapshot", 2), // unknown, short of its total
+			exampleJob(t, "synth__early-plateau", 0.6, "offline", 4, Running),
+		},
+		Queues: []QueueInput{{Name: "offline", QuotaGPUs: 30}},
+	}
+	r := Build(in)
+	for _, f := range []string{"table", "markdown", "json"} {
+		var b bytes.Buffer
+		if err := r.Write(&b, f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		golden(t, "report.ended."+f+".golden", b.Bytes())
+	}
+}

@@ -113,8 +113,9 @@ func probeLayout(ctx context.Context, t *testing.T, browser, dir, name string, p
 
 // checkLayout asserts issue 21's layout rules on a probed page; bands
 // names the charts (figure data-job) that must show a forecast band with
-// an area.
-func checkLayout(t *testing.T, name string, p layoutProbe, wantCharts int, bands []string) {
+// an area. A page of jobs (jobs) must have reasons; the simulator's has
+// none.
+func checkLayout(t *testing.T, name string, p layoutProbe, jobs bool, wantCharts int, bands []string) {
 	t.Helper()
 	if p.InnerWidth != layoutWidth {
 		t.Fatalf("%s: the viewport is %g px wide, want %d (Chromium's --window-size)", name, p.InnerWidth, layoutWidth)
@@ -122,7 +123,7 @@ func checkLayout(t *testing.T, name string, p layoutProbe, wantCharts int, bands
 	if p.ScrollWidth > p.InnerWidth {
 		t.Errorf("%s: the page scrolls horizontally: scrollWidth %g > innerWidth %g", name, p.ScrollWidth, p.InnerWidth)
 	}
-	if len(p.Reasons) == 0 {
+	if jobs && len(p.Reasons) == 0 {
 		t.Errorf("%s: no reason cells", name)
 	}
 	for _, c := range p.Reasons {
@@ -328,6 +329,29 @@ func TestReportLayoutInBrowser(t *testing.T) {
 		}
 	}
 	p := probeLayout(ctx, t, browser, tmp, "report", page)
-	checkLayout(t, "report", p, len(paths)+1, running)
+	checkLayout(t, "report", p, true, len(paths)+1, running)
 	screenshot(ctx, t, browser, filepath.Join(tmp, "chromium-profile-shot"), "file://"+out, filepath.Join(screenshotDir(t), "report.png"), p)
+}
+
+// TestSimulateLayoutInBrowser: planner simulate's HTML (the built-in
+// scenario) shares the report's stylesheet and charts, and the same
+// layout rules hold for it at 1280×800. Its screenshot (simulate.png) is
+// an artifact only.
+func TestSimulateLayoutInBrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := plannerBinary(t)
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "simulate.html")
+	runCLI(ctx, t, bin, "simulate", "-o", "html", "--out", out)
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := probeLayout(ctx, t, browser, tmp, "simulate", page)
+	// Two charts (queue length, GPUs in use) per policy: kueue, planner,
+	// oracle, las.
+	checkLayout(t, "simulate", p, false, 8, nil)
+	screenshot(ctx, t, browser, filepath.Join(tmp, "chromium-profile-shot"), "file://"+out, filepath.Join(t.TempDir(), "simulate.png"), p)
 }

@@ -324,7 +324,7 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := probeLayout(ctx, t, browser, tmp, "live", page)
-	checkLayout(t, "live page", p, 4, []string{"team-a/job-a"})
+	checkLayout(t, "live page", p, true, 4, []string{"team-a/job-a"})
 	screenshot(ctx, t, browser, profile, url, filepath.Join(screenshotDir(t), "live.png"), p)
 }
 
