@@ -128,7 +128,8 @@ func layoutLegend(series []Series, sty text.Style, w vg.Length) ([]legendEntry, 
 	return out, row + 1
 }
 
-// SVG renders the chart as one <svg> element.
+// SVG renders the chart as one <svg> element. It sets Plot's axis ranges
+// from the series and shortens its axis labels to fit.
 func (c *Chart) SVG() (template.HTML, error) {
 	w, h := c.Width, c.Height
 	titleSty := textStyle(12, draw.XCenter)
@@ -188,6 +189,10 @@ func (c *Chart) SVG() (template.HTML, error) {
 			p.Y.Min, p.Y.Max = math.Min(p.Y.Min, ymin), math.Max(p.Y.Max, ymax)
 		}
 	}
+	// Axis labels are tenant text too (a metric's name): shortened to
+	// the plot's width and height so they never run off the chart.
+	p.X.Label.Text, _ = Fit(p.X.Label.TextStyle, p.X.Label.Text, w*3/4)
+	p.Y.Label.Text, _ = Fit(p.Y.Label.TextStyle, p.Y.Label.Text, ph*3/4)
 	frame := vgsvg.New(w, ph)
 	p.Draw(draw.New(frame))
 	inner, err := innerSVG(frame)

@@ -95,3 +95,19 @@ func TestChartTooSmall(t *testing.T) {
 		t.Error("a chart with no room for its plot: no error")
 	}
 }
+
+// TestChartShortensAxisLabels: a metric's name as long as a tenant likes
+// is shortened to the plot's height on the Y axis.
+func TestChartShortensAxisLabels(t *testing.T) {
+	p := plot.New()
+	p.Y.Label.Text = "eval_" + strings.Repeat("x", 300) + "_loss"
+	c := Chart{Plot: p, Series: []Series{{Label: "x", Plotter: line(t, plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})}},
+		Width: 6 * vg.Inch, Height: 3 * vg.Inch}
+	svg, err := c.SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(svg), strings.Repeat("x", 300)) || !strings.Contains(string(svg), "eval_x") || !strings.Contains(string(svg), "…") {
+		t.Errorf("the Y label is not shortened")
+	}
+}
