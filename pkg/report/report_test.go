@@ -341,7 +341,7 @@ func TestGoldenEnded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hf, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+		hf, err := progress.ReadHistoryFile(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}

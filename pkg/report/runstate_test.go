@@ -8,6 +8,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 func fp(x float64) *float64 { return &x }
@@ -16,7 +17,7 @@ func fp(x float64) *float64 { return &x }
 // step counter at step of total (progress nil without a total).
 func fc(step, total, last float64, issues ...string) *forecast.Forecast {
 	f := &forecast.Forecast{Now: 1000, Reports: 40, LastReport: fp(last), ReportInterval: fp(30), Step: fp(step),
-		Objective: forecast.Objective{Metric: "eval_loss"}}
+		Objective: progress.Objective{Metric: "eval_loss"}}
 	if total > 0 {
 		f.TotalSteps, f.Progress = fp(total), fp(step/total)
 	}
@@ -82,9 +83,9 @@ func TestEndedRunsInTheReport(t *testing.T) {
 	// report): its fan must still have a width on the live page.
 	stale := *running
 	stale.ETA = forecast.Estimate{Known: true}
-	h := forecast.NewHistory(forecast.DefaultLimits())
-	h.Observe(0, forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "3"}, {Name: "current_step", Value: "0"}, {Name: "total_steps", Value: "3000"}}})
-	h.Observe(900, forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "2"}, {Name: "current_step", Value: "1500"}, {Name: "total_steps", Value: "3000"}}})
+	h := progress.NewHistory(progress.DefaultLimits())
+	h.Observe(0, progress.TrainerStatus{Metrics: []progress.MetricValue{{Name: "eval_loss", Value: "3"}, {Name: "current_step", Value: "0"}, {Name: "total_steps", Value: "3000"}}})
+	h.Observe(900, progress.TrainerStatus{Metrics: []progress.MetricValue{{Name: "eval_loss", Value: "2"}, {Name: "current_step", Value: "1500"}, {Name: "total_steps", Value: "3000"}}})
 	r := Build(Input{Jobs: []JobInput{
 		{Name: "done", Queue: "q", GPUs: 8, State: Running, Forecast: done, Decision: &warm, History: h, Outcome: "completed"},
 		{Name: "flat", Queue: "q", GPUs: 4, State: Running, Forecast: flat, Decision: &plat, History: h},

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/synth"
 )
 
@@ -267,7 +267,7 @@ func reportHistories(t *testing.T, dir string) (paths, running []string) {
 		hf.Header.Name = h.name
 		if h.cut > 0 {
 			end := hf.Header.Outcome.EndSeconds
-			var keep []forecast.FileReport
+			var keep []progress.FileReport
 			for _, r := range hf.Reports {
 				if r.T <= h.cut*end {
 					keep = append(keep, r)
