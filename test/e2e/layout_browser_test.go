@@ -206,12 +206,11 @@ func screenshotDir(t *testing.T) string {
 }
 
 // screenshot takes a 1280-px-wide picture of url as tall as the page
-// (the probe's scrollHeight, plus what the window keeps for itself),
-// checks it is a PNG that is not blank, and logs its path.
+// (the probe's scrollHeight: with --screenshot the window is all
+// viewport), checks it is a PNG that is not blank, and logs its path.
 func screenshot(ctx context.Context, t *testing.T, browser, profile, url, path string, p layoutProbe) {
 	t.Helper()
-	h := int(p.ScrollHeight) + layoutHeight - int(p.InnerHeight)
-	h = min(max(h, layoutHeight), 6000)
+	h := min(max(int(p.ScrollHeight), layoutHeight), 6000)
 	chromium(ctx, t, browser, profile, "--screenshot="+path, fmt.Sprintf("--window-size=%d,%d", layoutWidth, h), "--hide-scrollbars", url)
 	f, err := os.Open(path)
 	if err != nil {
