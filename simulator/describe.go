@@ -16,39 +16,42 @@ import (
 // scenario's description is this text (DefaultScenarioYAML), so it cannot
 // drift from the numbers the run uses.
 func (s *Scenario) Describe() string {
-	var parts []string
+	var jobs string
+	sep := " on "
 	switch {
 	case len(s.Jobs) > 0:
-		parts = append(parts, plural(len(s.Jobs), "explicitly listed job"))
+		jobs = plural(len(s.Jobs), "explicitly listed job")
 	case s.Trace != nil:
-		t := fmt.Sprintf("the jobs of the %s trace %s", s.Trace.Format, s.Trace.Path)
+		jobs = fmt.Sprintf("the jobs of the %s trace %s", s.Trace.Format, s.Trace.Path)
 		if s.Trace.Limit > 0 {
-			t = fmt.Sprintf("the first %d jobs of the %s trace %s", s.Trace.Limit, s.Trace.Format, s.Trace.Path)
+			jobs = fmt.Sprintf("the first %d jobs of the %s trace %s", s.Trace.Limit, s.Trace.Format, s.Trace.Path)
 		}
-		parts = append(parts, t)
 	case s.Generate != nil:
 		g := s.Generate
-		parts = append(parts, fmt.Sprintf("%d generated jobs of %s, median run time %s%s, offered load %s,",
-			g.Jobs, gpuMix(g.GPUs), Seconds(g.duration(0.5)), maxRun(g), strconv.FormatFloat(g.Load, 'g', 4, 64)))
+		jobs = fmt.Sprintf("%d generated jobs of %s, median run time %s%s, offered load %s",
+			g.Jobs, gpuMix(g.GPUs), Seconds(g.duration(0.5)), maxRun(g), strconv.FormatFloat(g.Load, 'g', 4, 64))
+		sep = ", on "
 	}
 	if c := s.cluster(); c != "" {
-		parts = append(parts, "on "+c)
+		jobs += sep + c
 	}
-	curves := "learning curves from the built-in parametric families"
 	f := DefaultFamilies()
 	if s.Families != nil {
 		f = *s.Families
 	}
+	// As Resolve chooses them: listed jobs have their own curves; the
+	// others recorded ones when a directory is given, else the families.
+	var curves string
 	switch {
+	case len(s.Jobs) > 0:
+		curves = "each job's own plateau point (plateauAt)"
 	case s.Curves != nil && s.Curves.Dir != "":
 		curves = "learning curves from the recorded histories in " + s.Curves.Dir
-	case len(s.Jobs) == 0:
-		curves += fmt.Sprintf(" (%s of the jobs plateau between %s and %s of their run)",
-			share(f.PlateauShare), share(f.OnsetMin), share(f.OnsetMax))
 	default:
-		curves = "each job's own plateau point (plateauAt)"
+		curves = fmt.Sprintf("learning curves from the built-in parametric families (%s of the jobs plateau between %s and %s of their run)",
+			share(f.PlateauShare), share(f.OnsetMin), share(f.OnsetMax))
 	}
-	return strings.Join(parts, " ") + "; " + curves + "."
+	return jobs + "; " + curves + "."
 }
 
 // cluster describes the queues: "a 32-GPU cluster of 3 ClusterQueues
