@@ -299,8 +299,8 @@ func TestLivePageInBrowser(t *testing.T) {
 	// that its chart shows the forecast band of a live job: the rest of
 	// its run, slower, while the page is measured and photographed.
 	pf := &v1alpha1.ProgressForecast{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(a), pf); err != nil {
-		t.Fatal(err)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), pf); err != nil || pf.Status.Forecast == nil {
+		t.Fatalf("job-a's ProgressForecast: %v (forecast %v)", err, pf.Status.Forecast)
 	}
 	before := pf.Status.Forecast.Reports
 	rest := history(t, "synth__inverse-power").Reports
