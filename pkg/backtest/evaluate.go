@@ -250,8 +250,8 @@ func axisEnd(run *runTruth, xk string) float64 {
 	return run.obs[len(run.obs)-1].x
 }
 
-// request is one instant the stream is asked for a forecast.
-type request struct {
+// streamRequest is one instant the stream is asked for a forecast.
+type streamRequest struct {
 	now     float64
 	cut     int // index into e.cutoffs, or -1 for a plateau evaluation
 	plateau bool
@@ -259,18 +259,18 @@ type request struct {
 
 // requests lists, in time order, the cutoffs that saw a report and, when
 // the run has a true plateau, the streaming plateau evaluations.
-func (e *evaluator) requests(run *runTruth, plateau bool) []request {
-	var reqs []request
+func (e *evaluator) requests(run *runTruth, plateau bool) []streamRequest {
+	var reqs []streamRequest
 	for k, fr := range e.cutoffs {
 		c := fr * run.end
 		if len(seen(run.reps, c)) == 0 {
 			continue
 		}
-		reqs = append(reqs, request{now: c, cut: k})
+		reqs = append(reqs, streamRequest{now: c, cut: k})
 	}
 	if plateau {
 		for _, i := range streamIndices(len(run.reps)) {
-			reqs = append(reqs, request{now: run.reps[i].t, cut: -1, plateau: true})
+			reqs = append(reqs, streamRequest{now: run.reps[i].t, cut: -1, plateau: true})
 		}
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].now < reqs[j].now })

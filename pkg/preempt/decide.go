@@ -136,7 +136,7 @@ const (
 //  5. moveBoost: move towards it subject to the minimum dwell and the rate
 //     cap; removing protection is never held. Grant a lease when
 //     protection starts.
-//  6. stop: decide Deactivate where stopping is opted in.
+//  6. stopStalled: decide Deactivate where stopping is opted in.
 //  7. applyMode: apply the mode and write the reason.
 //
 // p should be valid (see Validate). If it is not, or if f.Now is not finite,
@@ -178,7 +178,7 @@ var decideSteps = [...]decideStep{
 	{"revoke protection", revokeProtection},
 	{"target", pickTarget},
 	{"move boost", moveBoost},
-	{"stop", stop},
+	{"stop", stopStalled},
 	{"mode and reason", applyMode},
 }
 
@@ -411,9 +411,9 @@ func nextBoost(st *decideState) int32 {
 	return target
 }
 
-// stop: a stalled job gets the advised Deactivate where stopping applies
+// stopStalled: a stalled job gets the advised Deactivate where stopping applies
 // and every condition holds; the note says which did not.
-func stop(st *decideState) {
+func stopStalled(st *decideState) {
 	if !st.v.Stalled() {
 		return
 	}
