@@ -4,8 +4,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -531,8 +533,9 @@ func (s *Scenario) Resolve() (*Input, error) {
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
 			curves.Count(), curves.Dir, strings.Join(DurationClassNames, " "), classCounts(curves)))
-		for reason, n := range curves.Skipped {
-			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", n, reason))
+		// Sorted: the output is deterministic, map order is not.
+		for _, reason := range slices.Sorted(maps.Keys(curves.Skipped)) {
+			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", curves.Skipped[reason], reason))
 		}
 	}
 	switch {
