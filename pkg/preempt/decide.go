@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -429,7 +430,7 @@ func applyMode(st *decideState) {
 	if st.eff.Mode == ModeEnforce {
 		d.Boost, d.Action = d.AdvisedBoost, d.AdvisedAction
 	}
-	d.EffectivePriority = addSaturating(st.facts.BasePriority, d.Boost)
+	d.EffectivePriority = queueorder.EffectivePriority(st.facts.BasePriority, d.Boost)
 	d.Reason = buildReason(d, reasonParts{
 		verdict: st.v, evidence: st.evidence, target: st.target, eff: st.eff, facts: st.facts,
 		dwell: st.now - d.VerdictSince, minDwell: st.minDwell,
@@ -617,7 +618,7 @@ func keep(previous Decision, now float64, b Boosts, facts Facts, why string) Dec
 		d.Boost = clamp(d.Boost, b.Min, b.Max)
 		d.AdvisedBoost = clamp(d.AdvisedBoost, b.Min, b.Max)
 	}
-	d.EffectivePriority = addSaturating(facts.BasePriority, d.Boost)
+	d.EffectivePriority = queueorder.EffectivePriority(facts.BasePriority, d.Boost)
 	d.BoostChanges = slices.Clone(previous.BoostChanges)
 	d.ProtectedUntil = clonePtr(previous.ProtectedUntil)
 	d.LeaseCooldownUntil = clonePtr(previous.LeaseCooldownUntil)
@@ -651,11 +652,6 @@ func recentChanges(ts []float64, now float64) []float64 {
 }
 
 func clamp(b, lo, hi int32) int32 { return max(lo, min(hi, b)) }
-
-func addSaturating(a, b int32) int32 {
-	s := int64(a) + int64(b)
-	return int32(max(math.MinInt32, min(math.MaxInt32, s)))
-}
 
 func ptr(x float64) *float64 { return &x }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/progress-planner/planner/internal/humanize"
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/internal/textsafe"
 )
 
@@ -30,7 +31,7 @@ type WorkloadView struct {
 }
 
 // Effective is base priority + boost.
-func (w WorkloadView) Effective() int32 { return effective(w.BasePriority, w.Boost) }
+func (w WorkloadView) Effective() int32 { return queueorder.EffectivePriority(w.BasePriority, w.Boost) }
 
 // Key is NAMESPACE/NAME.
 func (w WorkloadView) Key() string { return w.Namespace + "/" + w.Name }
@@ -108,10 +109,9 @@ type Explanation struct {
 	Summary string `json:"summary"`
 }
 
-// queueOrder is Kueue's order of pending Workloads: effective priority
-// descending, then queue-order time, then name for a stable answer.
+// queueOrder is Kueue's order of pending Workloads (queueorder.Compare).
 func queueOrder(a, b WorkloadView) int {
-	return cmp.Or(cmp.Compare(b.Effective(), a.Effective()), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Key(), b.Key()))
+	return queueorder.Compare(a.Effective(), b.Effective(), a.CreatedAt.UnixNano(), b.CreatedAt.UnixNano(), a.Key(), b.Key())
 }
 
 func peer(w WorkloadView) Peer { return Peer{Name: w.Key(), GPUs: w.GPUs, Effective: w.Effective()} }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/progress-planner/planner/internal/humanize"
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -161,12 +162,6 @@ type QueueRow struct {
 	timeline   timeline
 }
 
-// effective is base + boost, saturating like Kueue's int32 priority.
-func effective(base, boost int32) int32 {
-	s := int64(base) + int64(boost)
-	return int32(max(math.MinInt32, min(math.MaxInt32, s)))
-}
-
 // Build builds the report. Jobs are sorted by queue, state (running
 // first), then name; queues by name (every queue a job names is reported,
 // quota 0 when unknown).
@@ -237,7 +232,7 @@ func stateRank(s State) int {
 
 func jobRow(j *JobInput) (JobRow, *jobChart) {
 	row := JobRow{Namespace: j.Namespace, Name: j.Name, Queue: j.Queue, GPUs: j.GPUs, State: j.State,
-		BasePriority: j.BasePriority, Boost: j.Boost, EffectivePriority: effective(j.BasePriority, j.Boost),
+		BasePriority: j.BasePriority, Boost: j.Boost, EffectivePriority: queueorder.EffectivePriority(j.BasePriority, j.Boost),
 		Verdict: j.Verdict, Reason: j.Reason}
 	if d := j.Decision; d != nil {
 		if row.Verdict == "" {
@@ -446,7 +441,7 @@ func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, 
 func aheadOf(queue string, jobs []JobInput, prio int32) int {
 	n := 0
 	for _, j := range jobs {
-		if j.Queue == queue && j.State == Waiting && effective(j.BasePriority, j.Boost) >= prio {
+		if j.Queue == queue && j.State == Waiting && queueorder.EffectivePriority(j.BasePriority, j.Boost) >= prio {
 			n += j.GPUs
 		}
 	}
