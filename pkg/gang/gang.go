@@ -127,3 +127,17 @@ func jobSet(pod metav1.Object, _ Lookup) (Gang, bool) {
 	}
 	return Gang{Kind: KindJobSet, Namespace: pod.GetNamespace(), Name: name, Job: name}, true
 }
+
+// MemberLabels are labels every pod of the gang carries (a selector for its
+// candidate members); a pod they select belongs to the gang only if Of
+// returns the same Key for it (a JobSet's pod that also names a PodGroup is
+// that PodGroup's).
+func (g Gang) MemberLabels() map[string]string {
+	switch g.Kind {
+	case KindPodGroup:
+		return map[string]string{PodGroupLabel: g.Name}
+	case KindJobSet:
+		return map[string]string{JobSetNameLabel: g.Name}
+	}
+	return nil
+}
