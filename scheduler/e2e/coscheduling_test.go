@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -179,8 +180,43 @@ func TestCoschedulingGangPreemption(t *testing.T) {
 	if !slices.Equal(withPlugin, []string{"plateaued-0", "plateaued-1"}) {
 		t.Errorf("with ProgressAware + Coscheduling the victims are %v, want the whole plateaued gang", withPlugin)
 	}
+	// The composition docs/scheduler-plugin.md describes, as the framework
+	// expanded the shipped configuration.
+	for _, want := range []struct {
+		point   string
+		plugins func(*schedconfig.Plugins) schedconfig.PluginSet
+		names   []string
+	}{
+		{"QueueSort", func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.QueueSort }, []string{"ProgressAware"}},
+		{"PostFilter", func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.PostFilter }, []string{"ProgressAware", "Coscheduling"}},
+		{"Permit", func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.Permit }, []string{"Coscheduling"}},
+	} {
+		if got := enabledAt("planner-scheduler", want.plugins); !slices.Equal(got, want.names) {
+			t.Errorf("%s of %s: %v, want %v", want.point, coschedulingConfig, got, want.names)
+		}
+	}
+	if got := enabledAt("planner-scheduler", func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.PreFilter }); !slices.Contains(got, "Coscheduling") {
+		t.Errorf("PreFilter of %s: %v, want Coscheduling among them", coschedulingConfig, got)
+	}
 	if !slices.Equal(withDefault, []string{"near-done-0", "near-done-1"}) {
 		t.Errorf("with Coscheduling and DefaultPreemption the victims are %v, want the near-done gang (the lowest priority)", withDefault)
+	}
+}
+
+// TestPlannerSchedulerCommandCoscheduling runs the gang scenario with the
+// planner-scheduler binary and the shipped ProgressAware + Coscheduling
+// configuration (leader election included; only the credentials are
+// added).
+func TestPlannerSchedulerCommandCoscheduling(t *testing.T) {
+	cfg, c := setupSchedulerPlugins(t)
+	running := []gangJob{
+		{name: "plateaued", pods: 2, minMember: 2, pc: midPC, verdict: preempt.Plateaued, reported: 20 * time.Minute},
+		{name: "near-done", pods: 2, minMember: 2, pc: lowPC, verdict: preempt.NearDone, reported: time.Minute, leased: true},
+	}
+	waiting := gangJob{name: "urgent", pods: 2, minMember: 2, pc: urgentPC}
+	victims := runGangScenario(t, c, "pg-command", runBinary(t, cfg, coschedulingConfig, "planner-scheduler"), 4, running, waiting)
+	if !slices.Equal(victims, []string{"plateaued-0", "plateaued-1"}) {
+		t.Errorf("planner-scheduler preempted %v, want the whole plateaued gang", victims)
 	}
 }
 
@@ -233,6 +269,13 @@ func TestCapacitySchedulingCombination(t *testing.T) {
 	ctx := context.Background()
 	schedulerName, stop := inProcessFile(t, cfg, capacityConfig, "")()
 	defer stop()
+	// Only CapacityScheduling preempts; ProgressAware orders the queue.
+	if got := enabledAt(schedulerName, func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.PostFilter }); !slices.Equal(got, []string{"CapacityScheduling"}) {
+		t.Errorf("PostFilter of %s: %v, want [CapacityScheduling]", capacityConfig, got)
+	}
+	if got := enabledAt(schedulerName, func(p *schedconfig.Plugins) schedconfig.PluginSet { return p.QueueSort }); !slices.Equal(got, []string{"ProgressAware"}) {
+		t.Errorf("QueueSort of %s: %v, want [ProgressAware]", capacityConfig, got)
+	}
 	const ns, variant = "sched-quota", "quota"
 	for _, n := range []string{ns, ns + "-free"} {
 		if err := c.Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ func startScheduler(ctx context.Context, t *testing.T, cfg *rest.Config, profile
 		cancel()
 		t.Fatalf("building the scheduler: %v", err)
 	}
+	for name, fw := range sched.Profiles {
+		recordPlugins(name, fw.ListPlugins())
+	}
 	broadcaster.StartRecordingToSink(ctx.Done())
 	informerFactory.Start(ctx.Done())
 	dynInformerFactory.Start(ctx.Done())
@@ -93,6 +97,33 @@ func startScheduler(ctx context.Context, t *testing.T, cfg *rest.Config, profile
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+var (
+	pluginsMu sync.Mutex
+	// pluginsOf is, per scheduler name, the plugins of each extension point
+	// of the profile an in-process scheduler last ran, as its framework
+	// expanded them from the configuration.
+	pluginsOf = map[string]*schedconfig.Plugins{}
+)
+
+func recordPlugins(name string, p *schedconfig.Plugins) {
+	pluginsMu.Lock()
+	defer pluginsMu.Unlock()
+	pluginsOf[name] = p
+}
+
+// enabledAt names the plugins a profile runs at an extension point, in order.
+func enabledAt(name string, point func(*schedconfig.Plugins) schedconfig.PluginSet) []string {
+	pluginsMu.Lock()
+	defer pluginsMu.Unlock()
+	var out []string
+	if p := pluginsOf[name]; p != nil {
+		for _, e := range point(p).Enabled {
+			out = append(out, e.Name)
+		}
+	}
+	return out
 }
 
 // registry is what cmd/planner-scheduler registers.
