@@ -200,17 +200,21 @@ func parseSeconds(str string) (float64, error) {
 //go:embed default.yaml
 var defaultScenarioYAML []byte
 
-// DefaultScenario is the embedded built-in scenario (default.yaml).
+// DefaultScenario is the embedded built-in scenario (default.yaml), its
+// description generated from its parameters (Describe).
 func DefaultScenario() *Scenario {
 	s, err := ParseScenario(defaultScenarioYAML)
 	if err != nil {
 		panic("simulator: embedded default.yaml: " + err.Error())
 	}
+	s.Description = s.Describe()
 	return s
 }
 
-// DefaultScenarioYAML is the embedded scenario's text.
-func DefaultScenarioYAML() []byte { return append([]byte(nil), defaultScenarioYAML...) }
+// DefaultScenarioYAML is the embedded scenario's text (what
+// --print-default prints), with its description generated from its
+// parameters: a hand-written one went stale when the parameters changed.
+func DefaultScenarioYAML() []byte { return withDescription(defaultScenarioYAML, DefaultScenario()) }
 
 // ParseScenario reads a YAML (or JSON) scenario; unknown fields are errors.
 func ParseScenario(data []byte) (*Scenario, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
@@ -310,18 +311,18 @@ func writeForecastYAML(w io.Writer, out *forecastOutput) error {
 // shares in percent. Write errors surface at the caller's Flush.
 func writeForecastTable(w io.Writer, out *forecastOutput) {
 	f := &out.Forecast
-	iv := fmtPct(forecast.DefaultSettings().Interval) + " interval"
+	iv := humanize.Percent(forecast.DefaultSettings().Interval) + " interval"
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
 	}
 
 	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		textsafe.Line(out.Name), fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+		textsafe.Line(out.Name), humanize.Number(out.At), humanize.Duration(out.At), atBasisText(out.AtBasis), out.ReportsRead)
 
 	obj := out.Objective
 	target := "no target"
 	if obj.Target != nil {
-		target = "target " + fmtNum(*obj.Target)
+		target = "target " + humanize.Number(*obj.Target)
 	}
 	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
@@ -330,11 +331,11 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	var prog []string
 	switch {
 	case f.Progress != nil && f.Step != nil && f.TotalSteps != nil:
-		prog = append(prog, fmt.Sprintf("%s (step %s of %s)", fmtPct(*f.Progress), fmtNum(*f.Step), fmtNum(*f.TotalSteps)))
+		prog = append(prog, fmt.Sprintf("%s (step %s of %s)", humanize.Percent(*f.Progress), humanize.Number(*f.Step), humanize.Number(*f.TotalSteps)))
 	case f.Progress != nil:
-		prog = append(prog, fmtPct(*f.Progress))
+		prog = append(prog, humanize.Percent(*f.Progress))
 	case f.Step != nil:
-		prog = append(prog, fmt.Sprintf("counter at %s (no total)", fmtNum(*f.Step)))
+		prog = append(prog, fmt.Sprintf("counter at %s (no total)", humanize.Number(*f.Step)))
 	default:
 		prog = append(prog, "unknown (no progress counter)")
 	}
@@ -343,19 +344,19 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 		if f.TotalSteps == nil {
 			unit = " per second"
 		}
-		prog = append(prog, fmtNum(*f.StepRate)+unit)
+		prog = append(prog, humanize.Number(*f.StepRate)+unit)
 	}
 	line("Progress", "%s", strings.Join(prog, ", "))
-	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, fmtDur(f.SinceProgress))
+	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, humanize.Duration(f.SinceProgress))
 	if f.ReportInterval != nil {
-		rep += fmt.Sprintf(", median interval %s", fmtDur(*f.ReportInterval))
+		rep += fmt.Sprintf(", median interval %s", humanize.Duration(*f.ReportInterval))
 	}
 	line("Reports", "%s", rep)
 
 	// ETA and time to target.
 	line("ETA", "%s", etaText(f.ETA, out.At, iv))
 	if f.ReportedETA != nil {
-		line("Reported ETA", "%s (the job's own claim, untrusted)", fmtDur(*f.ReportedETA))
+		line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
 	}
 	if tt := f.TimeToTarget; tt != nil {
 		if tt.Known && tt.Basis == f.ETA.Basis && tt.Value == f.ETA.Value && tt.Value > 0 {
@@ -367,19 +368,19 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 
 	// Objective.
 	if f.Current != nil && f.Best != nil {
-		line("Objective now", "%s (best %s, %d distinct observations)", fmtNum(*f.Current), fmtNum(*f.Best), f.ObjectivePts)
+		line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
 	} else {
 		line("Objective now", "no observation of %s", obj.Metric)
 	}
 	if pf := f.PredictedFinal; pf.Known {
-		line("Predicted final", "%s (%s %s to %s, basis %s)", fmtNum(pf.Value), iv, fmtNum(pf.Lo), fmtNum(pf.Hi), pf.Basis)
+		line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
 	} else {
 		line("Predicted final", "unknown: %s", pf.Why)
 	}
 	if f.RemainingImprovement != nil {
-		s := fmtNum(*f.RemainingImprovement)
+		s := humanize.Number(*f.RemainingImprovement)
 		if f.RelativeRemaining != nil {
-			s += fmt.Sprintf(" (%s of the gain so far)", fmtPct(*f.RelativeRemaining))
+			s += fmt.Sprintf(" (%s of the gain so far)", humanize.Percent(*f.RelativeRemaining))
 		}
 		line("Remaining gain", "%s", s)
 	} else {
@@ -387,11 +388,11 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 
 	// Plateau, divergence, hang, integrity.
-	pl := fmt.Sprintf("probability %s", fmtPct(f.PlateauProbability))
+	pl := fmt.Sprintf("probability %s", humanize.Percent(f.PlateauProbability))
 	if f.Plateaued {
 		pl += ", plateaued"
 		if f.PlateauOnset != nil {
-			pl += fmt.Sprintf(" since t=%s (%s ago)", fmtNum(*f.PlateauOnset), fmtDur(f.Now-*f.PlateauOnset))
+			pl += fmt.Sprintf(" since t=%s (%s ago)", humanize.Number(*f.PlateauOnset), humanize.Duration(f.Now-*f.PlateauOnset))
 		}
 	} else {
 		pl += ", not plateaued"
@@ -419,14 +420,14 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	} else {
 		line("Integrity", "no findings")
 	}
-	line("Confidence", "%s", fmtPct(f.Confidence))
+	line("Confidence", "%s", humanize.Percent(f.Confidence))
 	if len(f.Models) > 0 {
 		// People need the families that matter; JSON carries them all.
 		var ms []string
 		rest := 0
 		for _, m := range f.Models {
 			if m.Weight >= 0.01 {
-				ms = append(ms, fmt.Sprintf("%s %s", m.Family, fmtPct(m.Weight)))
+				ms = append(ms, fmt.Sprintf("%s %s", m.Family, humanize.Percent(m.Weight)))
 			} else {
 				rest++
 			}
@@ -468,7 +469,7 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 	adm := "not admitted (no report yet)"
 	if fa.AdmittedAt != nil {
-		adm = fmt.Sprintf("admitted at t=%s (first report)", fmtNum(*fa.AdmittedAt))
+		adm = fmt.Sprintf("admitted at t=%s (first report)", humanize.Number(*fa.AdmittedAt))
 	}
 	line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
 
@@ -512,44 +513,11 @@ func etaText(e forecast.Estimate, now float64, iv string) string {
 	if e.Value == 0 && e.Why != "" {
 		return e.Why
 	}
-	s := fmt.Sprintf("%s (%s %s to %s, basis %s); ends at t≈%s", fmtDur(e.Value), iv, fmtDur(e.Lo), fmtDur(e.Hi), e.Basis, fmtDur(now+e.Value))
+	s := fmt.Sprintf("%s (%s %s to %s, basis %s); ends at t≈%s", humanize.Duration(e.Value), iv, humanize.Duration(e.Lo), humanize.Duration(e.Hi), e.Basis, humanize.Duration(now+e.Value))
 	if e.Why != "" {
 		s += "; " + e.Why
 	}
 	return s
-}
-
-// fmtNum renders a value with up to 4 significant digits (integers whole).
-func fmtNum(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "?"
-	}
-	if (x == math.Trunc(x) || math.Abs(x) >= 1e4) && math.Abs(x) < 1e12 {
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(x, 'g', 4, 64)
-}
-
-// fmtDur renders seconds as the policy's reasons do.
-func fmtDur(sec float64) string { return preempt.FormatDuration(sec) }
-
-// fmtPct renders a fraction as a percentage: 0.93 → "93%", 0.054 → "5.4%",
-// 0.004 → "0.4%".
-func fmtPct(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "?%"
-	}
-	v := x * 100
-	switch a := math.Abs(v); {
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	case a == 0:
-		return "0%"
-	default:
-		return strconv.FormatFloat(v, 'g', 2, 64) + "%"
-	}
 }
 
 func fmtBoost(b int32) string {

@@ -824,26 +824,6 @@ func TestForecastHelperProcess(t *testing.T) {
 
 // ---- helpers ----
 
-func TestForecastFormatting(t *testing.T) {
-	durs := map[float64]string{0: "0s", 45: "45s", 270: "4m30s", 725: "12m", 7200: "2h", 7800: "2h10m", 3900: "1h05m", -90: "-1m30s", math.NaN(): "?"}
-	for in, want := range durs {
-		if got := fmtDur(in); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
-		}
-	}
-	pcts := map[float64]string{0.93: "93%", 0.054: "5.4%", 0.004: "0.4%", 0: "0%", 1: "100%"}
-	for in, want := range pcts {
-		if got := fmtPct(in); got != want {
-			t.Errorf("fmtPct(%v) = %q, want %q", in, got, want)
-		}
-	}
-	nums := map[float64]string{3000: "3000", 2.36099: "2.361", 300417.5: "300418", 0.000123456: "0.0001235"}
-	for in, want := range nums {
-		if got := fmtNum(in); got != want {
-			t.Errorf("fmtNum(%v) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestExitCode(t *testing.T) {
 	if exitCode(nil) != 0 || exitCode(errors.New("x")) != 1 || exitCode(usageErrorf("x")) != 2 ||

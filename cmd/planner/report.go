@@ -157,8 +157,14 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 		if name == "" {
 			name = p
 		}
+		// The file's outcome holds as of the cut only when the cut reaches
+		// the run's end (the default, its last report).
+		outcome := ""
+		if o := c.Header.Outcome; o != nil && (c.Cut.Basis == "last-report" || c.Cut.At >= o.EndSeconds) {
+			outcome = o.Status
+		}
 		in.Jobs = append(in.Jobs, report.JobInput{Name: name, Queue: fl.queue, GPUs: out.AssumedFacts.GPUs, State: report.Running,
-			Boost: d.Boost, Forecast: &fc, Decision: &d, History: h})
+			Boost: d.Boost, Forecast: &fc, Decision: &d, History: h, Outcome: outcome})
 		total += out.AssumedFacts.GPUs
 	}
 	quota := fl.quota

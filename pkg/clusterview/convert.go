@@ -12,6 +12,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
@@ -301,12 +302,12 @@ func PlannerViewOf(pf *v1alpha1.ProgressForecast, now time.Time) report.PlannerV
 		var d preempt.Decision
 		if err := json.Unmarshal(st.Decision.Raw, &d); err == nil {
 			nowS := float64(now.UnixNano()) / 1e9
-			add("verdict %s held for %s", d.Verdict, dur(nowS-d.VerdictSince))
+			add("verdict %s held for %s", d.Verdict, humanize.Duration(max(0, nowS-d.VerdictSince)))
 			if d.ProtectedUntil != nil {
-				add("protected (lease) for another %s", dur(*d.ProtectedUntil-nowS))
+				add("protected (lease) for another %s", humanize.Duration(max(0, *d.ProtectedUntil-nowS)))
 			}
 			if d.Distrust != nil && d.Distrust.Until > nowS {
-				add("distrusted for another %s: %s", dur(d.Distrust.Until-nowS), d.Distrust.Findings)
+				add("distrusted for another %s: %s", humanize.Duration(max(0, d.Distrust.Until-nowS)), d.Distrust.Findings)
 			}
 			if d.HeldBy != "" {
 				add("boost held by %s", d.HeldBy)
@@ -331,11 +332,4 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
-}
-
-func dur(sec float64) string {
-	if sec < 0 {
-		sec = 0
-	}
-	return (time.Duration(sec) * time.Second).Round(time.Second).String()
 }
