@@ -5,11 +5,13 @@
 // use it too, so that a job is one gang for every part of the planner.
 //
 // The key is read from an ordered table of named rules (Rules); the first
-// rule that matches a pod decides. A rule looks only at the pod's metadata
-// (labels, annotations, owner references) and, for the minimum a gang runs
-// with when that lives in another object (a PodGroup's spec.minMember),
-// asks a Lookup. The package imports only k8s.io/api and apimachinery so
-// that both the product's module and the scheduler's can use it.
+// rule that matches a pod decides. A rule sees only the pod's metadata
+// (labels, annotations, owner references; today's two rules read labels)
+// and, for the minimum a gang runs with when that lives in another object
+// (a PodGroup's spec.minMember), asks a Lookup. A job kind whose pods are
+// recognised differently gets a rule of its own in the table, in the place
+// its precedence calls for. The package imports only k8s.io/apimachinery
+// so that both the product's module and the scheduler's can use it.
 package gang
 
 import (

@@ -85,11 +85,14 @@ func newInformerPodGroups(ctx context.Context, cfg *rest.Config) (PodGroups, err
 	}
 	gv := schedv1alpha1.SchemeGroupVersion.String()
 	if _, err := dc.ServerResourcesForGroupVersion(gv); err != nil {
+		// Not served, or discovery failed: start anyway, on the safe side
+		// (a PodGroup gang is evicted whole) rather than not at all.
 		if apierrors.IsNotFound(err) {
 			logger.Info("PodGroups not served; PodGroup gangs count all their pods", "groupVersion", gv)
-			return noPodGroups{}, nil
+		} else {
+			logger.Error(err, "Discovering PodGroups failed; PodGroup gangs count all their pods until a restart", "groupVersion", gv)
 		}
-		return nil, fmt.Errorf("discovering %s: %w", gv, err)
+		return noPodGroups{}, nil
 	}
 	cs, err := pgclientset.NewForConfig(cfg)
 	if err != nil {
