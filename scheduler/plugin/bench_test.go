@@ -126,9 +126,18 @@ func benchmarkPostFilter(b *testing.B, mkCluster func(int) cluster) {
 }
 
 // BenchmarkLess compares the queue order's comparison with PrioritySort's.
-func BenchmarkLess(b *testing.B) {
-	c := syntheticCluster(128)
+func BenchmarkLess(b *testing.B) { benchmarkLess(b, syntheticCluster) }
+
+// BenchmarkLessPodGroups is BenchmarkLess with PodGroup jobs (a PodGroup
+// look-up on each side).
+func BenchmarkLessPodGroups(b *testing.B) { benchmarkLess(b, podGroupCluster) }
+
+func benchmarkLess(b *testing.B, mkCluster func(int) cluster) {
+	c := mkCluster(128)
 	p := &Plugin{set: settings{maxForecastAge: DefaultMaxForecastAge}, clock: fakeNow{}, forecasts: c.fc}
+	if c.pgs != nil {
+		p.podGroups = c.pgs
+	}
 	ps := &queuesort.PrioritySort{}
 	var qs []fwk.QueuedPodInfo
 	for _, pod := range c.pods {
