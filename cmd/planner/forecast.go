@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -449,9 +448,9 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 
 	// Decision.
 	d := &out.Decision
-	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, fmtBoost(d.Boost), d.Mode)
+	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, humanize.Boost(d.Boost), d.Mode)
 	if d.AdvisedBoost != d.Boost {
-		v += ", advised " + fmtBoost(d.AdvisedBoost)
+		v += ", advised " + humanize.Boost(d.AdvisedBoost)
 	}
 	if d.HeldBy != "" {
 		v += ", held by " + string(d.HeldBy)
@@ -518,11 +517,4 @@ func etaText(e forecast.Estimate, now float64, iv string) string {
 		s += "; " + e.Why
 	}
 	return s
-}
-
-func fmtBoost(b int32) string {
-	if b > 0 {
-		return "+" + strconv.Itoa(int(b))
-	}
-	return strconv.Itoa(int(b))
 }

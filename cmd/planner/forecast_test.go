@@ -824,7 +824,6 @@ func TestForecastHelperProcess(t *testing.T) {
 
 // ---- helpers ----
 
-
 func TestExitCode(t *testing.T) {
 	if exitCode(nil) != 0 || exitCode(errors.New("x")) != 1 || exitCode(usageErrorf("x")) != 2 ||
 		exitCode(fmt.Errorf("wrapped: %w", usageErrorf("x"))) != 2 {

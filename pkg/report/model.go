@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -314,15 +314,6 @@ type RunState struct {
 	Ended bool
 }
 
-// fmtCount prints a step counter in full (fmtNum's 4 significant digits
-// would print 10000 as 1e+04).
-func fmtCount(x float64) string {
-	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	}
-	return fmtNum(x)
-}
-
 // outcomeText says a history file's outcome.status in words.
 func outcomeText(outcome string) string {
 	switch outcome {
@@ -364,7 +355,7 @@ func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
 	done := f.Progress != nil && *f.Progress >= 1-1e-9
 	progress := "progress " + fmtOptPct(f.Progress)
 	if f.Step != nil && f.TotalSteps != nil {
-		progress += fmt.Sprintf(" (step %s of %s)", fmtCount(*f.Step), fmtCount(*f.TotalSteps))
+		progress += fmt.Sprintf(" (step %s of %s)", humanize.Number(*f.Step), humanize.Number(*f.TotalSteps))
 	}
 	switch outcome {
 	case "completed", "target_reached":
@@ -400,7 +391,7 @@ func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
 			late = math.Max(late, lateFactor**f.ReportInterval)
 		}
 		if age > late {
-			rs.Note = "last report " + fmtDur(age) + " ago"
+			rs.Note = "last report " + humanize.Duration(age) + " ago"
 		}
 	}
 	return rs

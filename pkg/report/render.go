@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/progress-planner/planner/internal/htmlpage"
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/textsafe"
 )
 
@@ -71,7 +72,7 @@ func (j JobRow) cells() []string {
 		metric = "—"
 	}
 	return safeCells(j.Key(), orDash(j.Queue), fmt.Sprint(j.GPUs), j.stateCell(), fmtOptPct(j.Progress), fmtRangeDur(j.ETA),
-		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, fmtBoost(j.Boost), reason)
+		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, humanize.Boost(j.Boost), reason)
 }
 
 // stateCell is the state, with its note when the reason does not already
@@ -103,7 +104,7 @@ func orDash(s string) string {
 func (r *Report) queueColumns() []string {
 	cols := []string{"CLUSTERQUEUE", "QUOTA", "USED", "FREE", "RUNNING", "WAITING (GPUs)"}
 	for _, h := range Horizons {
-		cols = append(cols, "FREED ≤"+fmtDur(h))
+		cols = append(cols, "FREED ≤"+humanize.Duration(h))
 	}
 	if len(r.Queues) > 0 {
 		for _, a := range r.Queues[0].Admission {
