@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
 FUZZMINIMIZE ?= 2s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
+.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest screenshots
 
 all: build
 
@@ -44,6 +44,9 @@ e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, et
 	$(GO) vet -tags e2e ./test/... ./cmd/...
 	$(GO) test -tags e2e -count=1 -timeout 30m ./test/... ./cmd/...
 	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
+
+screenshots: testbins chromium ## Regenerate docs/img/report.png and docs/img/live.png: the browser layout tests' screenshots at 1280 px (docs/report.md).
+	PLANNER_SCREENSHOT_DIR=$(CURDIR)/docs/img $(GO) test -tags e2e -count=1 -run 'TestReportLayoutInBrowser|TestLivePageInBrowser' ./test/e2e
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

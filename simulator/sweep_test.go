@@ -138,7 +138,7 @@ func TestSweepParallelEqualsSequential(t *testing.T) {
 	if err := sw.WriteHTML(&page); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(page.String(), "<svg"); n != len(sweepColumns) {
+	if n := strings.Count(page.String(), `<svg class="chart"`); n != len(sweepColumns) {
 		t.Errorf("%d charts, want %d", n, len(sweepColumns))
 	}
 	if !strings.Contains(tab.String(), "Goal queueing.p95<=1h") || strings.Count(tab.String(), "planner") < 4 {

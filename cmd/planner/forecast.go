@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,10 +28,9 @@ type forecastFlags struct {
 	at         float64
 	atFraction float64
 	objective  string
-	output     string
+	output     *outputFlag
 	trainJob   string
-	kubeconfig string
-	context    string
+	kube       kubeFlags
 }
 
 func newForecastCmd() *cobra.Command {
@@ -74,20 +72,14 @@ error (including --trainjob, which needs the controller).`,
 	f.Float64Var(&fl.at, "at", 0, "forecast as of this time, in seconds since run start (default: the last report)")
 	f.Float64Var(&fl.atFraction, "at-fraction", 0, "forecast as of this fraction of the header's outcome.endSeconds (of the last report's t without an outcome)")
 	f.StringVar(&fl.objective, "objective", "", "objective METRIC[,minimize|maximize][,target=X] (default: the header's, else eval_loss or loss)")
-	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.output = addOutputFlag(cmd, formatTable, formatJSON, formatYAML)
 	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME from its ProgressForecast history (written by planner run)")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "with --trainjob: kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "with --trainjob: kubeconfig context to use")
+	fl.kube.addScoped(cmd, "with --trainjob: ", "")
 	return cmd
 }
 
 func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	flags := cmd.Flags()
-	switch fl.output {
-	case "table", "json", "yaml":
-	default:
-		return usageErrorf("--output %q: want table, json or yaml", fl.output)
-	}
 	var objFlag *progress.Objective
 	if fl.objective != "" {
 		o, err := progress.ParseObjective(fl.objective)
@@ -108,7 +100,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		if atSet || fracSet {
 			return usageErrorf("--trainjob forecasts as of now: --at and --at-fraction apply to history files")
 		}
-		rc, err := restConfig(fl.kubeconfig, fl.context)
+		rc, err := fl.kube.restConfig()
 		if err != nil {
 			return err
 		}
@@ -116,7 +108,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		if err != nil {
 			return err
 		}
-		return writeForecast(cmd.OutOrStdout(), out, fl.output)
+		return writeForecast(cmd.OutOrStdout(), out, fl.output.String())
 	}
 	if len(args) != 1 {
 		return usageErrorf("want exactly one history file (or - for standard input), got %d arguments; see planner forecast --help", len(args))
@@ -139,7 +131,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	if err != nil {
 		return err
 	}
-	return writeForecast(cmd.OutOrStdout(), out, fl.output)
+	return writeForecast(cmd.OutOrStdout(), out, fl.output.String())
 }
 
 // writeForecast prints out in format (table, json or yaml).
@@ -449,9 +441,9 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 
 	// Decision.
 	d := &out.Decision
-	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, fmtBoost(d.Boost), d.Mode)
+	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, humanize.Boost(d.Boost), d.Mode)
 	if d.AdvisedBoost != d.Boost {
-		v += ", advised " + fmtBoost(d.AdvisedBoost)
+		v += ", advised " + humanize.Boost(d.AdvisedBoost)
 	}
 	if d.HeldBy != "" {
 		v += ", held by " + string(d.HeldBy)
@@ -518,11 +510,4 @@ func etaText(e forecast.Estimate, now float64, iv string) string {
 		s += "; " + e.Why
 	}
 	return s
-}
-
-func fmtBoost(b int32) string {
-	if b > 0 {
-		return "+" + strconv.Itoa(int(b))
-	}
-	return strconv.Itoa(int(b))
 }

@@ -729,7 +729,7 @@ func TestForecastUsageErrors(t *testing.T) {
 		{"two files", []string{p, p}, "want exactly one history file"},
 		{"negative at", []string{p, "--at", "-5"}, "--at -5"},
 		{"fraction above 1", []string{p, "--at-fraction", "1.5"}, "--at-fraction 1.5"},
-		{"bad output", []string{p, "-o", "xml"}, `--output "xml"`},
+		{"bad output", []string{p, "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: want table, json or yaml`},
 		{"bad objective", []string{p, "--objective", "loss,upward"}, "--objective"},
 		{"unknown flag", []string{p, "--bogus"}, "unknown flag"},
 		{"bad at value", []string{p, "--at", "soon"}, "invalid argument"},
@@ -823,7 +823,6 @@ func TestForecastHelperProcess(t *testing.T) {
 }
 
 // ---- helpers ----
-
 
 func TestExitCode(t *testing.T) {
 	if exitCode(nil) != 0 || exitCode(errors.New("x")) != 1 || exitCode(usageErrorf("x")) != 2 ||

@@ -17,13 +17,12 @@ import (
 )
 
 type replayFlags struct {
-	trainJob   string
-	speed      float64
-	from       float64
-	limit      int
-	kubeconfig string
-	context    string
-	quiet      bool
+	trainJob string
+	speed    float64
+	from     float64
+	limit    int
+	kube     kubeFlags
+	quiet    bool
 }
 
 func newReplayCmd() *cobra.Command {
@@ -50,8 +49,7 @@ Used by the e2e tests and for demos.`,
 	f.Float64Var(&fl.speed, "speed", 1, "replay speed: 60 plays an hour in a minute; 0 writes back to back")
 	f.Float64Var(&fl.from, "from", 0, "skip reports before this t (seconds)")
 	f.IntVar(&fl.limit, "limit", 0, "write at most this many reports (0: all)")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "kubeconfig context to use")
+	fl.kube.add(cmd, "")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "print only the summary")
 	return cmd
 }
@@ -86,7 +84,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("%s: no reports at t >= %g", path, fl.from)
 	}
-	rc, err := restConfig(fl.kubeconfig, fl.context)
+	rc, err := fl.kube.restConfig()
 	if err != nil {
 		return err
 	}

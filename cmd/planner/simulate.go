@@ -21,7 +21,8 @@ import (
 func newSimulateCmd() *cobra.Command {
 	var (
 		traceFile, traceFormat, curvesDir, scenarioFile string
-		policies, output, outFile                       string
+		policies, outFile                               string
+		output                                          *outputFlag
 		seed                                            uint64
 		deactivate                                      bool
 		minImprovement                                  float64
@@ -66,9 +67,6 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if printDefault {
 				_, err := cmd.OutOrStdout().Write(simulator.DefaultScenarioYAML())
 				return err
-			}
-			if output != "table" && output != "json" && output != "html" {
-				return usageErrorf("--output %q: want table, json or html", output)
 			}
 			pols, err := simulator.ParsePolicies(policies)
 			if err != nil {
@@ -180,7 +178,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				if !flags.Changed("policies") {
 					pols = sweepDefaultPolicies
 				}
-				return runSweep(cmd, sc, opt, pols, whatIf, output, outFile)
+				return runSweep(cmd, sc, opt, pols, whatIf, output.String(), outFile)
 			}
 			in, err := sc.Resolve()
 			if err != nil {
@@ -227,7 +225,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				}
 			}
 			return writeOutput(cmd, outFile, func(w io.Writer) error {
-				switch output {
+				switch output.String() {
 				case "json":
 					return cmp.WriteJSON(w)
 				case "html":
@@ -246,7 +244,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.Uint64Var(&seed, "seed", 1, "seed of every random draw (default: the scenario's)")
 	fl.BoolVar(&deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
 	fl.Float64Var(&minImprovement, "min-improvement", 0.01, "what-if: the meaningful improvement (share of the metric's own value) below which a job may be called Plateaued (docs/policy.md; the controller's forecast.minImprovement)")
-	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
+	output = addOutputFlag(cmd, formatTable, formatJSON, formatHTML)
 	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
 	fl.IntVar(&limit, "limit", 0, "replay only the first N usable rows of the trace file and stop reading there (sorted by submission as usual); these are the N earliest submissions only in a file sorted by submission time: the Alibaba pod list is, the Pollux philly.csv is not")
 	fl.IntVar(&clusterGPUs, "cluster-gpus", 0, "trace: cluster capacity (default: the trace's mean demand / 0.85)")

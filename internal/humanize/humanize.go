@@ -73,7 +73,9 @@ func pair(b []byte, hi int64, hu byte, lo int64, lu byte) []byte {
 
 // Percent prints a fraction as a percentage with two significant digits
 // at most, and whole percents from 10 %: 0.93 → "93%", 0.054 → "5.4%",
-// 0.004 → "0.4%", 0.00012 → "0.012%", 0 → "0%"; "?%" when not finite.
+// 0.004 → "0.4%", 0.00012 → "0.012%", 0 → "0%"; a value just short of
+// 100 % keeps the decimals that tell it from 100 % ("99.7%"); "?%" when
+// not finite.
 func Percent(x float64) string {
 	var buf [32]byte
 	return string(AppendPercent(buf[:0], x))
@@ -86,6 +88,13 @@ func AppendPercent(b []byte, x float64) []byte {
 	}
 	v := x * 100
 	switch a := math.Abs(v); {
+	case a >= 10 && a < 100 && math.Round(a) >= 100:
+		// Just short of 100 % must not read as done: as many decimals
+		// as it takes (99.7 %, 99.96 %), at most four.
+		d := 1
+		for ; d < 4 && math.Round(a*math.Pow10(d)) >= 100*math.Pow10(d); d++ {
+		}
+		b = strconv.AppendFloat(b, v, 'f', d, 64)
 	case a >= 10:
 		b = strconv.AppendFloat(b, v, 'f', 0, 64)
 	case a >= 1:
@@ -115,4 +124,12 @@ func AppendNumber(b []byte, x float64) []byte {
 		return strconv.AppendFloat(b, x, 'f', 0, 64)
 	}
 	return strconv.AppendFloat(b, x, 'g', 4, 64)
+}
+
+// Boost prints a priority boost with its sign: "+100", "0", "-50".
+func Boost(b int32) string {
+	if b > 0 {
+		return "+" + strconv.Itoa(int(b))
+	}
+	return strconv.Itoa(int(b))
 }

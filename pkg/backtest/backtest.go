@@ -15,7 +15,6 @@ import (
 	"math"
 	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -52,39 +51,14 @@ type Options struct {
 	OnThinned func(name string, t Thinning)
 }
 
-// FilesFromPaths expands files and directories (recursively, *.jsonl)
-// into inputs, sorted by path like the baseline's find_files. A file named
-// directly is taken whatever its extension.
+// FilesFromPaths expands files and directories into inputs
+// (progress.HistoryPaths: directories searched recursively for *.jsonl,
+// sorted by path like the baseline's find_files).
 func FilesFromPaths(paths []string) ([]Input, error) {
-	seen := map[string]bool{}
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			if !seen[p] {
-				seen[p] = true
-				files = append(files, p)
-			}
-			continue
-		}
-		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl") && !seen[fp] {
-				seen[fp] = true
-				files = append(files, fp)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	files, err := progress.HistoryPaths(paths)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(files)
 	out := make([]Input, len(files))
 	for i, fp := range files {
 		fp := fp

@@ -151,19 +151,14 @@ func (w *text) boost(b int32) {
 	w.int(int64(b))
 }
 
-// fmtDur and fmtPct are internal/humanize's Duration and Percent: the
+// fmtDur, fmtPct and fmtBoost are internal/humanize's: the
 // reasons format values exactly as the printer columns, reports, explain
 // and the CLI do.
 func fmtDur(sec float64) string { return humanize.Duration(sec) }
 
 func fmtPct(x float64) string { return humanize.Percent(x) }
 
-func fmtBoost(b int32) string {
-	if b > 0 {
-		return "+" + strconv.Itoa(int(b))
-	}
-	return strconv.Itoa(int(b))
-}
+func fmtBoost(b int32) string { return humanize.Boost(b) }
 
 // oneLine collapses whitespace (including newlines) so that text from the
 // forecast cannot break the one-line reason.

@@ -46,9 +46,9 @@ func TestSweepReportInBrowser(t *testing.T) {
 				in = "tbody"
 			case n.Data == "tr" && in == "tbody":
 				rows++
-			case n.Data == "figure" && attr(n, "class") == "chart":
+			case n.Data == "figure" && strings.Contains(attr(n, "class"), "sweep-chart"):
 				in = "chart"
-			case n.Data == "svg" && in == "chart":
+			case n.Data == "svg" && in == "chart" && attr(n, "class") == "chart":
 				charts++
 			case n.Data == "section" && attr(n, "id") == "goal":
 				in = "goal"
