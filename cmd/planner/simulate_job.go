@@ -222,7 +222,8 @@ func newSimulateUnitCmd() *cobra.Command {
 
 // newSimulateCollectCmd merges a sweep Job's unit results.
 func newSimulateCollectCmd() *cobra.Command {
-	var goal, output, outFile string
+	var goal, outFile string
+	var output *outputFlag
 	cmd := &cobra.Command{
 		Use:   "collect FILE|DIR...",
 		Short: "Merge the unit results of a sweep Job (files of JSON lines, e.g. the pods' logs, or directories of unit-N.json) into the sweep's table, JSON or HTML",
@@ -230,9 +231,6 @@ func newSimulateCollectCmd() *cobra.Command {
   planner simulate collect units.jsonl --goal 'queueing.p95<=1h' -o html --out sweep.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" && output != "html" {
-				return usageErrorf("--output %q: want table, json or html", output)
-			}
 			var g *simulator.Goal
 			if goal != "" {
 				x, err := simulator.ParseGoal(goal)
@@ -249,11 +247,11 @@ func newSimulateCollectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeSweep(cmd, sw, g, output, outFile)
+			return writeSweep(cmd, sw, g, output.String(), outFile)
 		},
 	}
 	cmd.Flags().StringVar(&goal, "goal", "", "answer the smallest setting of the first knob meeting METRIC<=VALUE (as simulate --goal)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table, json or html")
+	output = addOutputFlag(cmd, formatTable, formatJSON, formatHTML)
 	cmd.Flags().StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
 	return cmd
 }
