@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,13 @@ func TestSweepReportInBrowser(t *testing.T) {
 	if goal != 2 || strings.Count(string(dom), "queueing.p95&lt;=1h in every seed") != 2 {
 		t.Errorf("%d goal answers; the page:\n%s", goal, dom)
 	}
+	// The pages' layout rules (issue 21): no horizontal scroll, nothing
+	// covers a chart's data.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLayout(t, "sweep", probeLayout(ctx, t, browser, dir, "sweep", b), false, 5, nil)
 	t.Logf("sweep page: %d rows, %d charts, %d goal answers", rows, charts, goal)
 }
 
