@@ -79,7 +79,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				if scenarioFile != "" || traceFile != "" {
 					return usageErrorf("--from-cluster replaces --scenario and --trace")
 				}
-				if sc, err = cluster.scenario(cmd); err != nil {
+				if sc, err = cluster.scenario(cmd, traceFormat); err != nil {
 					return err
 				}
 			case scenarioFile != "":
@@ -100,8 +100,8 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				if sc.Name == "" || sc.Name == "built-in" {
 					sc.Name = "trace"
 				}
-			} else if flags.Changed("trace-format") {
-				return usageErrorf("--trace-format needs --trace")
+			} else if flags.Changed("trace-format") && (!cluster.from || cluster.arrivals == "") {
+				return usageErrorf("--trace-format needs --trace (or --from-cluster --arrivals)")
 			}
 			if limit < 0 || limit > simulator.MaxJobs {
 				return usageErrorf("--limit %d: must be in [0, %d]", limit, simulator.MaxJobs)

@@ -18,6 +18,7 @@ type clusterFlags struct {
 	kube                     kubeFlags
 	gpu                      string
 	defaultDuration, horizon string
+	arrivals, arrivalsQueue  string
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -26,11 +27,14 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	f.kube.add(cmd, "--from-cluster: only this namespace's Workloads (default: all namespaces)")
 	fl.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "--from-cluster: resource name counted as GPUs")
 	fl.StringVar(&f.defaultDuration, "default-duration", "1h", "--from-cluster: run time of a job whose forecast gives no ETA (or that has none)")
-	fl.StringVar(&f.horizon, "horizon", "24h", "--from-cluster: the Workloads created in this window before now arrive again, as far apart, over the same window ahead (0: no new arrivals)")
+	fl.StringVar(&f.horizon, "horizon", "24h", "--from-cluster: how far ahead new jobs arrive: the Workloads created in this window before now arrive again, as far apart (0: no new arrivals); with --arrivals, the trace's first window")
+	fl.StringVar(&f.arrivals, "arrivals", "", "--from-cluster: new jobs from this trace (--trace-format) instead of the repeated recent ones; a job goes to the ClusterQueue its group (Philly virtual cluster, Alibaba QoS) names, else to --arrivals-queue")
+	fl.StringVar(&f.arrivalsQueue, "arrivals-queue", "", "--from-cluster --arrivals: the ClusterQueue of trace jobs whose group names none")
 }
 
-// scenario reads the cluster and builds the scenario.
-func (f *clusterFlags) scenario(cmd *cobra.Command) (*simulator.Scenario, error) {
+// scenario reads the cluster (and the --arrivals trace, in format) and
+// builds the scenario.
+func (f *clusterFlags) scenario(cmd *cobra.Command, format string) (*simulator.Scenario, error) {
 	dd, err := simulator.ParseSeconds(f.defaultDuration)
 	if err != nil || dd <= 0 {
 		return nil, usageErrorf("--default-duration %q: want a duration > 0", f.defaultDuration)
@@ -38,6 +42,16 @@ func (f *clusterFlags) scenario(cmd *cobra.Command) (*simulator.Scenario, error)
 	h, err := simulator.ParseSeconds(f.horizon)
 	if err != nil {
 		return nil, usageErrorf("--horizon: %v", err)
+	}
+	var arrivals *simulator.Trace
+	if f.arrivals != "" {
+		// Read whole: in a file not sorted by submission (Pollux's
+		// philly.csv) the earliest jobs can be anywhere.
+		if arrivals, err = simulator.ReadTraceFile(f.arrivals, format, 0); err != nil {
+			return nil, err
+		}
+	} else if f.arrivalsQueue != "" {
+		return nil, usageErrorf("--arrivals-queue needs --arrivals")
 	}
 	c, _, err := f.kube.client()
 	if err != nil {
@@ -47,7 +61,8 @@ func (f *clusterFlags) scenario(cmd *cobra.Command) (*simulator.Scenario, error)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster: %w", err)
 	}
-	sc, notes, err := clustersnap.Scenario(snap, clustersnap.Options{GPUResource: gpuName(f.gpu), Now: time.Now(), DefaultDuration: dd, Horizon: h})
+	sc, notes, err := clustersnap.Scenario(snap, clustersnap.Options{GPUResource: gpuName(f.gpu), Now: time.Now(), DefaultDuration: dd, Horizon: h,
+		Arrivals: arrivals, ArrivalsQueue: f.arrivalsQueue})
 	if err != nil {
 		return nil, err
 	}

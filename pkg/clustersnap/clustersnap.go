@@ -48,9 +48,15 @@ type Options struct {
 	// DefaultDuration is the run time, in seconds, of a job without a
 	// known ETA.
 	DefaultDuration float64
-	// Horizon, when positive, repeats the arrivals of the last Horizon
-	// seconds over the next Horizon (RepeatArrivals).
+	// Horizon, when positive, is how far ahead new jobs arrive: the
+	// arrivals of the last Horizon seconds repeat (repeatArrivals), or,
+	// with Arrivals, the trace's first Horizon seconds.
 	Horizon float64
+	// Arrivals, when set, are the new jobs instead of the repeated ones
+	// (--arrivals FILE): a trace job goes to the ClusterQueue its group
+	// names, else to ArrivalsQueue.
+	Arrivals      *simulator.Trace
+	ArrivalsQueue string
 }
 
 // plateauedNow: a curve whose plateau starts right after the snapshot
@@ -153,7 +159,15 @@ func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string
 		j.spec.Arrival = 1
 		sc.Jobs = append(sc.Jobs, j.spec)
 	}
-	if o.Horizon > 0 {
+	switch {
+	case o.Arrivals != nil:
+		arr, err := traceArrivals(o, known)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc.Jobs = append(sc.Jobs, arr...)
+		notes = append(notes, fmt.Sprintf("arrivals: %d jobs of the trace's first %s arrive from 1 s on", len(arr), simulator.Seconds(o.Horizon)))
+	case o.Horizon > 0:
 		rep := repeatArrivals(s, o, viewOf, known)
 		sc.Jobs = append(sc.Jobs, rep...)
 		notes = append(notes, fmt.Sprintf("arrivals: the %d Workloads created in the %s before the snapshot arrive again, as far apart, over the next %s", len(rep), simulator.Seconds(o.Horizon), simulator.Seconds(o.Horizon)))
@@ -259,4 +273,29 @@ func lastRun(wl *kueue.Workload) float64 {
 		return 0
 	}
 	return end.Sub(start).Seconds()
+}
+
+// traceArrivals: the jobs of o.Arrivals submitted within o.Horizon of the
+// trace's first (all of them when Horizon is 0), 1 s + their offset after
+// the snapshot, at priority 0.
+func traceArrivals(o Options, known map[string]bool) ([]simulator.JobSpec, error) {
+	if o.ArrivalsQueue != "" && !known[o.ArrivalsQueue] {
+		return nil, fmt.Errorf("arrivals: no ClusterQueue %q", o.ArrivalsQueue)
+	}
+	var out []simulator.JobSpec
+	for _, tj := range o.Arrivals.Jobs {
+		if o.Horizon > 0 && tj.Arrival > o.Horizon {
+			break // jobs are in arrival order
+		}
+		q := tj.Group
+		if !known[q] {
+			if o.ArrivalsQueue == "" {
+				return nil, fmt.Errorf("arrivals: line %d: group %q is no ClusterQueue of the cluster (give --arrivals-queue)", tj.Line, tj.Group)
+			}
+			q = o.ArrivalsQueue
+		}
+		out = append(out, simulator.JobSpec{Name: fmt.Sprintf("arrival/%d/%s", tj.Line, tj.Name), Queue: q, GPUs: tj.GPUs,
+			Duration: simulator.Seconds(tj.Duration), Arrival: simulator.Seconds(1 + tj.Arrival)})
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package clustersnap
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,30 @@ func TestScenarioFromSnapshot(t *testing.T) {
 	in, err := sc.Resolve()
 	if err != nil || len(in.Jobs) != 7 {
 		t.Fatalf("resolve: %v", err)
+	}
+}
+
+func TestScenarioArrivalsFromTrace(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := &clusterview.Snapshot{ClusterQueues: []kueue.ClusterQueue{gpuQueue("a", "", "8", nil, ""), gpuQueue("b", "", "8", nil, "")}}
+	tr := &simulator.Trace{Jobs: []simulator.TraceJob{
+		{Line: 2, Name: "x", Arrival: 0, Duration: 600, GPUs: 2, Group: "b"},
+		{Line: 3, Name: "y", Arrival: 1800, Duration: 60, GPUs: 1, Group: "vc-other"},
+		{Line: 4, Name: "z", Arrival: 7200, Duration: 60, GPUs: 1, Group: "a"},
+	}}
+	sc, _, err := Scenario(s, Options{Now: now, DefaultDuration: 3600, Horizon: 3600, Arrivals: tr, ArrivalsQueue: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range sc.Jobs {
+		got = append(got, fmt.Sprintf("%s %s %v %v %d", j.Name, j.Queue, j.Arrival, j.Duration, j.GPUs))
+	}
+	// z arrives after the 1h horizon; y's group is no queue: --arrivals-queue.
+	if want := "arrival/2/x b 1s 10m 2|arrival/3/y a 30m1s 1m 1"; strings.Join(got, "|") != want {
+		t.Errorf("jobs %q, want %q", strings.Join(got, "|"), want)
+	}
+	if _, _, err := Scenario(s, Options{Now: now, DefaultDuration: 3600, Horizon: 3600, Arrivals: tr}); err == nil || !strings.Contains(err.Error(), `group "vc-other"`) {
+		t.Errorf("an unknown group without --arrivals-queue: %v", err)
 	}
 }
