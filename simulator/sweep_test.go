@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -235,5 +236,38 @@ func TestParseAxisAndGoal(t *testing.T) {
 		if _, err := ParseGoal(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+func TestJobChanges(t *testing.T) {
+	nan := math.NaN()
+	base := &Result{Jobs: []JobOutcome{
+		{Name: "a", Arrival: 0, FirstAdmit: 0, Outcome: "completed"},
+		{Name: "b", Arrival: 0, FirstAdmit: 100, Outcome: "completed"},
+		{Name: "c", Arrival: 0, FirstAdmit: 0, Outcome: "completed"},
+		{Name: "d", Arrival: 0, FirstAdmit: 50, Outcome: "completed"},
+		{Name: "e", Arrival: 0, FirstAdmit: 0, Outcome: "completed"},
+	}}
+	what := &Result{Jobs: []JobOutcome{
+		{Name: "a", Arrival: 0, FirstAdmit: 0, Outcome: "deactivated", Reason: "Plateaued: …"},
+		{Name: "b", Arrival: 0, FirstAdmit: 3700, Outcome: "completed"}, // one hour later
+		{Name: "c", Arrival: 0, FirstAdmit: nan, Outcome: "unfinished"},
+		{Name: "d", Arrival: 0, FirstAdmit: 600, Outcome: "completed"}, // 550 s: under 10m
+		{Name: "e", Arrival: 0, FirstAdmit: 7200, Outcome: "completed"},
+	}}
+	cs, err := JobChanges(base, what, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Job+" "+c.Change+" "+c.Reason)
+	}
+	if want := "a stopped Plateaued: …|c never admitted |e delayed |b delayed "; strings.Join(got, "|") != want {
+		t.Errorf("changes %q, want %q", strings.Join(got, "|"), want)
+	}
+	var b bytes.Buffer
+	if err := WriteJobChanges(&b, "planner", cs, 2); err != nil || !strings.Contains(b.String(), "… 2 more") || !strings.Contains(b.String(), "never admitted") {
+		t.Errorf("table: %v\n%s", err, b.String())
 	}
 }

@@ -184,8 +184,12 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if err != nil {
 				return err
 			}
+			baseIn, baseOpt := in, opt // the run without the what-ifs, for --job-changes
 			if in, opt, err = whatIf.apply(in, opt); err != nil {
 				return err
+			}
+			if whatIf.jobChanges > 0 && output.String() != "table" {
+				return usageErrorf("--job-changes prints with -o table")
 			}
 			if capacity.enabled {
 				return runCapacityBacktest(cmd, in, opt, capacity)
@@ -231,7 +235,10 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				case "html":
 					return cmp.WriteHTML(w)
 				}
-				return cmp.WriteTable(w)
+				if err := cmp.WriteTable(w); err != nil {
+					return err
+				}
+				return whatIf.writeJobChanges(w, baseIn, baseOpt, pols, cmp)
 			})
 		},
 	}

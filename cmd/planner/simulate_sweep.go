@@ -18,6 +18,7 @@ type whatIfFlags struct {
 	goal         string
 	workers      int
 	job          jobFlags
+	jobChanges   int
 }
 
 // sweepDefaultPolicies: a sweep compares Kueue alone with the planner
@@ -32,7 +33,36 @@ func (f *whatIfFlags) add(cmd *cobra.Command) {
 	fl.IntVar(&f.seeds, "seeds", 1, "with --sweep: run every point under this many seeds (the scenario's seed and the next ones)")
 	fl.StringVar(&f.goal, "goal", "", "with --sweep: answer the smallest setting of the first knob meeting METRIC<=VALUE, e.g. 'queueing.p95<=1h' (metrics: queueing.p50|p95|mean, jct.mean|p95, plateau.gpuh, early-stops, saved.gpuh, preemptions, utilization)")
 	fl.IntVar(&f.workers, "workers", 0, "with --sweep: runs at a time (default: GOMAXPROCS, every core)")
+	fl.IntVar(&f.jobChanges, "job-changes", 0, "with --set: also run without the what-ifs and list up to N jobs per policy that the what-if stopped (with the policy's reason) or admitted 10m or more later")
 	f.job.add(cmd)
+}
+
+// jobChangeMinDelay: a later first admission counts as a change from 10m.
+const jobChangeMinDelay = 600
+
+// writeJobChanges runs the scenario without the what-ifs and lists, per
+// policy, the jobs the what-ifs stopped or delayed.
+func (f *whatIfFlags) writeJobChanges(w io.Writer, baseIn *simulator.Input, baseOpt simulator.Options, pols []string, cmp *simulator.Comparison) error {
+	if f.jobChanges <= 0 {
+		return nil
+	}
+	if len(f.sets) == 0 {
+		return usageErrorf("--job-changes needs --set")
+	}
+	base, err := simulator.Compare(baseIn, pols, 0, baseOpt)
+	if err != nil {
+		return fmt.Errorf("the run without the what-ifs: %w", err)
+	}
+	for i, r := range cmp.Results {
+		cs, err := simulator.JobChanges(base.Results[i], r, jobChangeMinDelay)
+		if err != nil {
+			return err
+		}
+		if err := simulator.WriteJobChanges(w, r.Summary.Policy, cs, f.jobChanges); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *whatIfFlags) sweeping() bool { return len(f.sweeps) > 0 }

@@ -70,3 +70,24 @@ func TestSimulateSweepCommand(t *testing.T) {
 		}
 	}
 }
+
+// --job-changes: the run without the what-if is the baseline; with one GPU
+// fewer, the jobs that wait longer are listed.
+func TestSimulateJobChanges(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte(sweepScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(nil, "simulate", "--scenario", scen, "--policies", "kueue", "--set", "gpus=3", "--job-changes", "5", "--progress", "off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four one-hour jobs on 3 GPUs instead of 4: the fourth waits an hour.
+	if !strings.Contains(out, "Jobs the what-if changed (kueue): 1") || !strings.Contains(out, "delayed  0s           1h") {
+		t.Errorf("job changes:\n%s", out)
+	}
+	if _, _, err := runCLI(nil, "simulate", "--scenario", scen, "--job-changes", "5", "--set", "gpus=3", "-o", "json"); err == nil {
+		t.Error("--job-changes with -o json: no error")
+	}
+}
