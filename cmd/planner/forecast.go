@@ -177,25 +177,49 @@ func writeForecastYAML(w io.Writer, out *offline.Output) error {
 
 // writeForecastTable prints the forecast for people: durations like 2h10m,
 // shares in percent. Write errors surface at the caller's Flush.
+// forecastTable writes planner forecast's table: one labelled line per
+// fact, section by section (forecastSections).
+type forecastTable struct {
+	w   io.Writer
+	out *offline.Output
+	f   *forecast.Forecast
+	iv  string // "80% interval"
+}
+
+func (t *forecastTable) line(label, format string, args ...any) {
+	fmt.Fprintf(t.w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
+}
+
+// forecastSections are the table's sections, in print order.
+var forecastSections = [...]func(*forecastTable){
+	(*forecastTable).cut, (*forecastTable).progress, (*forecastTable).eta, (*forecastTable).objective,
+	(*forecastTable).detectors, (*forecastTable).models, (*forecastTable).decision, (*forecastTable).facts,
+}
+
 func writeForecastTable(w io.Writer, out *offline.Output) {
-	f := &out.Forecast
-	iv := humanize.Percent(forecast.DefaultSettings().Interval) + " interval"
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
+	t := &forecastTable{w: w, out: out, f: &out.Forecast, iv: humanize.Percent(forecast.DefaultSettings().Interval) + " interval"}
+	for _, section := range forecastSections {
+		section(t)
 	}
+}
 
-	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		textsafe.Line(out.Name), humanize.Number(out.At), humanize.Duration(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+// cut: which history, as of when, and the objective.
+func (t *forecastTable) cut() {
+	fmt.Fprintf(t.w, "%s at t=%s (%s since run start, %s); %d reports read\n",
+		textsafe.Line(t.out.Name), humanize.Number(t.out.At), humanize.Duration(t.out.At), atBasisText(t.out.AtBasis), t.out.ReportsRead)
 
-	obj := out.Objective
+	obj := t.out.Objective
 	target := "no target"
 	if obj.Target != nil {
 		target = "target " + humanize.Number(*obj.Target)
 	}
-	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
+	t.line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
+}
 
-	// Progress and pace.
+// progress: progress, pace and the reports behind them.
+func (t *forecastTable) progress() {
+	f := t.f
 	var prog []string
 	switch {
 	case f.Progress != nil && f.Step != nil && f.TotalSteps != nil:
@@ -214,48 +238,57 @@ func writeForecastTable(w io.Writer, out *offline.Output) {
 		}
 		prog = append(prog, humanize.Number(*f.StepRate)+unit)
 	}
-	line("Progress", "%s", strings.Join(prog, ", "))
+	t.line("Progress", "%s", strings.Join(prog, ", "))
 	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, humanize.Duration(f.SinceProgress))
 	if f.ReportInterval != nil {
 		rep += fmt.Sprintf(", median interval %s", humanize.Duration(*f.ReportInterval))
 	}
-	line("Reports", "%s", rep)
+	t.line("Reports", "%s", rep)
+}
 
-	// ETA and time to target.
-	line("ETA", "%s", etaText(f.ETA, out.At, iv))
+// eta: the planner's ETA, the job's claim and the time to target.
+func (t *forecastTable) eta() {
+	f := t.f
+	t.line("ETA", "%s", etaText(f.ETA, t.out.At, t.iv))
 	if f.ReportedETA != nil {
-		line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
+		t.line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
 	}
 	if tt := f.TimeToTarget; tt != nil {
 		if tt.Known && tt.Basis == f.ETA.Basis && tt.Value == f.ETA.Value && tt.Value > 0 {
-			line("Time to target", "as the ETA (the job stops at its target)")
+			t.line("Time to target", "as the ETA (the job stops at its target)")
 		} else {
-			line("Time to target", "%s", etaText(*tt, out.At, iv))
+			t.line("Time to target", "%s", etaText(*tt, t.out.At, t.iv))
 		}
 	}
+}
 
-	// Objective.
+// objective: the objective now, predicted and still to gain.
+func (t *forecastTable) objective() {
+	f, obj := t.f, t.out.Objective
 	if f.Current != nil && f.Best != nil {
-		line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
+		t.line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
 	} else {
-		line("Objective now", "no observation of %s", obj.Metric)
+		t.line("Objective now", "no observation of %s", obj.Metric)
 	}
 	if pf := f.PredictedFinal; pf.Known {
-		line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
+		t.line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), t.iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
 	} else {
-		line("Predicted final", "unknown: %s", pf.Why)
+		t.line("Predicted final", "unknown: %s", pf.Why)
 	}
 	if f.RemainingImprovement != nil {
 		s := humanize.Number(*f.RemainingImprovement)
 		if f.RelativeRemaining != nil {
 			s += fmt.Sprintf(" (%s of the gain so far)", humanize.Percent(*f.RelativeRemaining))
 		}
-		line("Remaining gain", "%s", s)
+		t.line("Remaining gain", "%s", s)
 	} else {
-		line("Remaining gain", "unknown")
+		t.line("Remaining gain", "unknown")
 	}
+}
 
-	// Plateau, divergence, hang, integrity.
+// detectors: plateau, divergence, hang, integrity.
+func (t *forecastTable) detectors() {
+	f := t.f
 	pl := fmt.Sprintf("probability %s", humanize.Percent(f.PlateauProbability))
 	if f.Plateaued {
 		pl += ", plateaued"
@@ -268,27 +301,32 @@ func writeForecastTable(w io.Writer, out *offline.Output) {
 	if f.PlateauReason != "" {
 		pl += ": " + f.PlateauReason
 	}
-	line("Plateau", "%s", pl)
+	t.line("Plateau", "%s", pl)
 	if f.Diverging {
 		s := "yes: " + f.DivergenceReason
 		if f.NonFinite {
 			s += " (non-finite)"
 		}
-		line("Diverging", "%s", s)
+		t.line("Diverging", "%s", s)
 	} else {
-		line("Diverging", "no")
+		t.line("Diverging", "no")
 	}
 	if f.Hung {
-		line("Hung", "yes: %s", f.HangReason)
+		t.line("Hung", "yes: %s", f.HangReason)
 	} else {
-		line("Hung", "no")
+		t.line("Hung", "no")
 	}
 	if len(f.Integrity.Issues) > 0 {
-		line("Integrity", "%s", strings.Join(f.Integrity.Issues, "; "))
+		t.line("Integrity", "%s", strings.Join(f.Integrity.Issues, "; "))
 	} else {
-		line("Integrity", "no findings")
+		t.line("Integrity", "no findings")
 	}
-	line("Confidence", "%s", humanize.Percent(f.Confidence))
+}
+
+// models: confidence, the curve families that matter, notes.
+func (t *forecastTable) models() {
+	f := t.f
+	t.line("Confidence", "%s", humanize.Percent(f.Confidence))
 	if len(f.Models) > 0 {
 		// People need the families that matter; JSON carries them all.
 		var ms []string
@@ -303,20 +341,22 @@ func writeForecastTable(w io.Writer, out *offline.Output) {
 		if rest > 0 {
 			ms = append(ms, fmt.Sprintf("%d more below 1%%", rest))
 		}
-		line("Models", "%s", strings.Join(ms, ", "))
+		t.line("Models", "%s", strings.Join(ms, ", "))
 	} else {
-		line("Models", "none fitted")
+		t.line("Models", "none fitted")
 	}
 	for i, n := range f.Notes {
 		label := ""
 		if i == 0 {
 			label = "Notes"
 		}
-		line(label, "%s", n)
+		t.line(label, "%s", n)
 	}
+}
 
-	// Decision.
-	d := &out.Decision
+// decision: the verdict and reason under the default policy.
+func (t *forecastTable) decision() {
+	d := &t.out.Decision
 	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, humanize.Boost(d.Boost), d.Mode)
 	if d.AdvisedBoost != d.Boost {
 		v += ", advised " + humanize.Boost(d.AdvisedBoost)
@@ -328,9 +368,13 @@ func writeForecastTable(w io.Writer, out *offline.Output) {
 	if d.AdvisedAction != preempt.ActionNone && d.AdvisedAction != "" {
 		v += ", action " + string(d.AdvisedAction)
 	}
-	line("Verdict", "%s under the default policy", v)
-	line("Reason", "%s", d.Reason)
-	fa := &out.AssumedFacts
+	t.line("Verdict", "%s under the default policy", v)
+	t.line("Reason", "%s", d.Reason)
+}
+
+// facts: the assumed facts and the rejections.
+func (t *forecastTable) facts() {
+	fa := &t.out.AssumedFacts
 	gpus := fmt.Sprintf("%d GPUs (runInfo.gpus)", fa.GPUs)
 	if fa.GPUsFrom != "runInfo.gpus" {
 		gpus = "0 GPUs (runInfo.gpus unknown)"
@@ -339,21 +383,21 @@ func writeForecastTable(w io.Writer, out *offline.Output) {
 	if fa.AdmittedAt != nil {
 		adm = fmt.Sprintf("admitted at t=%s (first report)", humanize.Number(*fa.AdmittedAt))
 	}
-	line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
+	t.line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
 
-	if len(out.Rejections) == 0 {
-		line("Rejections", "none")
+	if len(t.out.Rejections) == 0 {
+		t.line("Rejections", "none")
 	} else {
-		keys := make([]string, 0, len(out.Rejections))
-		for k := range out.Rejections {
+		keys := make([]string, 0, len(t.out.Rejections))
+		for k := range t.out.Rejections {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		rs := make([]string, len(keys))
 		for i, k := range keys {
-			rs[i] = fmt.Sprintf("%s %d", k, out.Rejections[k])
+			rs[i] = fmt.Sprintf("%s %d", k, t.out.Rejections[k])
 		}
-		line("Rejections", "%s", strings.Join(rs, ", "))
+		t.line("Rejections", "%s", strings.Join(rs, ", "))
 	}
 }
 
