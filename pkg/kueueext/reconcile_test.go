@@ -354,6 +354,14 @@ func TestReconcilePlateauYields(t *testing.T) {
 	if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
 		t.Fatal(err)
 	}
+	// The typed decision fields say what the blob says (planner-scheduler
+	// reads only them).
+	if st.DecisionVersion != v1alpha1.DecisionVersion || st.DecidedTime == nil || st.VerdictSince == nil || st.StalledSince == nil ||
+		stored.StalledSince == nil || st.StalledSince.Unix() != int64(*stored.StalledSince) || st.ProtectedUntil != nil ||
+		st.DecidedTime.Unix() != int64(stored.At) {
+		t.Errorf("typed decision fields: version %d decided %v verdictSince %v stalledSince %v protectedUntil %v; decision %+v",
+			st.DecisionVersion, st.DecidedTime, st.VerdictSince, st.StalledSince, st.ProtectedUntil, stored)
+	}
 	f.rec = f.newReconciler()
 	f.replayInto("a", hf.Reports[n:n+1])
 	pf2 := f.pf("a")

@@ -71,27 +71,6 @@ func TestUnixRoundTrip(t *testing.T) {
 	}
 }
 
-func TestFormatting(t *testing.T) {
-	durs := map[float64]string{0: "0s", 44.6: "45s", 750: "12m30s", 7800: "2h10m", 3*86400 + 4*3600: "3d4h", -90: "-1m30s"}
-	for in, want := range durs {
-		if got := fmtDur(in); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
-		}
-	}
-	sigs := []struct {
-		x    float64
-		n    int
-		want string
-	}{{0.43125, 4, "0.4313"}, {12345.6, 4, "12350"}, {2.5e-7, 4, "2.5e-07"}, {10000, 10, "10000"}, {1.0, 4, "1"}}
-	for _, s := range sigs {
-		if got := fmtSig(s.x, s.n); got != s.want {
-			t.Errorf("fmtSig(%v, %d) = %q, want %q", s.x, s.n, got, s.want)
-		}
-	}
-	if got := fmtPct(0.4523); got != "45.2%" {
-		t.Errorf("fmtPct = %q", got)
-	}
-}
 
 func TestSummarize(t *testing.T) {
 	f := forecast.Forecast{
@@ -105,9 +84,9 @@ func TestSummarize(t *testing.T) {
 		Hung:      true, HangReason: "no progress for 600s",
 	}
 	s := Summarize(f)
-	if s.Progress != "45.2%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m-2h40m" ||
-		s.Current != "0.4313" || s.Predicted != "0.41" || s.PredictedRange != "0.4-0.425" ||
-		s.PlateauProbability != "0.93" || s.RelativeRemaining != "0.4%" || s.Confidence != "0.81" ||
+	if s.Progress != "45%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m–2h40m" ||
+		s.Current != "0.4313" || s.Predicted != "0.41" || s.PredictedRange != "0.4–0.425" ||
+		s.PlateauProbability != "93%" || s.RelativeRemaining != "0.4%" || s.Confidence != "81%" ||
 		s.Reports != 120 || !s.Hung || !slices.Equal(s.Integrity, []string{"progress jumped"}) || !s.Time.Time.Equal(t0) {
 		t.Errorf("summary %+v", s)
 	}

@@ -913,14 +913,18 @@ func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, fore
 	if st.obj == nil {
 		return nil
 	}
-	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(st.work)) {
+	want := *st.work.DeepCopy()
+	if !st.decision.IsZero() {
+		setDecisionFields(&want, &st.decision)
+	}
+	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(want)) {
 		return nil
 	}
 	hist, err := st.hist.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	status := *st.work.DeepCopy()
+	status := want
 	status.Revision = st.obj.Status.Revision + 1
 	status.History = &runtime.RawExtension{Raw: hist}
 	if !st.decision.IsZero() {
@@ -973,5 +977,6 @@ func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastS
 	c.LastObservedTime, c.LastReportTime = nil, nil
 	c.ObservedStatusHash = ""
 	c.Rejections, c.LastRejection = nil, ""
+	c.DecidedTime = nil // changes with every decision, like the observation times
 	return c
 }
