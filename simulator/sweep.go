@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,7 +278,16 @@ func RunSweep(resolve func(seed uint64) (*Input, error), opt Options, sp SweepSp
 			}
 		}()
 	}
-	for pol := range sp.Policies {
+	// The costly planner runs go first, so the short ones fill the last
+	// gaps instead of one long run finishing alone.
+	order := make([]int, len(sp.Policies))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return sp.Policies[order[a]] == PolicyPlanner && sp.Policies[order[b]] != PolicyPlanner
+	})
+	for _, pol := range order {
 		for u := range runs {
 			mu.Lock()
 			stop := firstErr != nil
