@@ -25,6 +25,7 @@ import (
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
+	statusreplay "github.com/progress-planner/planner/pkg/replay"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -102,7 +103,7 @@ func replayAt(ctx context.Context, c client.Client, tj *kftrainer.TrainJob, repo
 	done := make(chan error, 1)
 	key := client.ObjectKeyFromObject(tj)
 	go func() {
-		_, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
+		_, err := statusreplay.Run(ctx, c, key, reports, statusreplay.Options{
 			Speed: speed,
 			OnReport: func(i int, _ progress.FileReport, werr error) error {
 				if werr != nil {
