@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/simulator"
 )
 
@@ -162,8 +162,8 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				opt.Cadence.Growth = cadenceGrowth
 			}
 			if flags.Changed("min-improvement") {
-				if !(minImprovement >= 0 && minImprovement <= kueueext.MaxMinImprovement) {
-					return usageErrorf("--min-improvement %g: must be in [0, %g]", minImprovement, kueueext.MaxMinImprovement)
+				if !(minImprovement >= 0 && minImprovement <= plannerconfig.MaxMinImprovement) {
+					return usageErrorf("--min-improvement %g: must be in [0, %g]", minImprovement, plannerconfig.MaxMinImprovement)
 				}
 				opt.Forecast.MinImprovement = minImprovement
 			}

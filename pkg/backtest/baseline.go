@@ -16,7 +16,6 @@ import (
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
-
 // counterKeys mirrors COUNTER_KEYS.
 var counterKeys = []string{"samples_count", "tokens_count", "epoch"}
 

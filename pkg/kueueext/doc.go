@@ -14,7 +14,6 @@
 // Files by responsibility:
 //
 //	names.go              annotation, label and field-manager names
-//	config.go             the component config file (PlannerConfiguration)
 //	objective.go          the planner.progress.io/objective annotation
 //	workload.go           finding the Workload, facts, boost ownership, actuation
 //	schedule.go           the per-job forecast rate limit
@@ -26,8 +25,10 @@
 //	trainjob_controller.go the reconciler
 //	setup.go              scheme, manager and controller wiring
 //
-// `planner replay` (writing a TrainJob's status from a history file) is
-// package replay: the controller never writes TrainJob status.
+// The component config file (PlannerConfiguration) is package
+// plannerconfig; `planner replay` (writing a TrainJob's status from a
+// history file) is package replay: the controller never writes TrainJob
+// status.
 //
 // docs/controller.md documents the behaviour, annotations, metrics and
 // configuration.

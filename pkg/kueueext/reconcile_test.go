@@ -38,6 +38,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -82,8 +83,8 @@ func (l *eventLog) byReason(reason string) []recordedEvent {
 
 var _ events.EventRecorder = (*eventLog)(nil)
 
-func testConfig() Config {
-	c := DefaultConfig()
+func testConfig() plannerconfig.Config {
+	c := plannerconfig.DefaultConfig()
 	c.Policy.Evidence.MinAge = preempt.Dur(0)
 	c.Policy.Stability.MinDwell = preempt.Dur(0)
 	return c
@@ -96,12 +97,12 @@ type fixture struct {
 	clock *clocktesting.FakeClock
 	rec   *TrainJobReconciler
 	ev    *eventLog
-	cfg   Config
+	cfg   plannerconfig.Config
 }
 
 const ns = "team"
 
-func newFixture(t *testing.T, cfg Config, objs ...client.Object) *fixture {
+func newFixture(t *testing.T, cfg plannerconfig.Config, objs ...client.Object) *fixture {
 	t.Helper()
 	// A plain object tracker keeps managedFields as written; server-side
 	// apply of the boost annotation is emulated by applyWorkload.

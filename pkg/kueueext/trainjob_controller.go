@@ -34,6 +34,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -88,7 +89,7 @@ type TrainJobReconciler struct {
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
-	cfg       Config
+	cfg       plannerconfig.Config
 	settings  forecast.Settings
 	wl        *workloads
 
@@ -134,7 +135,7 @@ type jobState struct {
 	minImprovementErr string
 }
 
-func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
+func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
 		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
