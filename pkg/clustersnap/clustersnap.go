@@ -90,59 +90,10 @@ func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string
 	for _, lq := range s.LocalQueues {
 		sc.LocalQueues = append(sc.LocalQueues, simulator.LocalQueue{Namespace: lq.Namespace, Name: lq.Name, ClusterQueue: string(lq.Spec.ClusterQueue)})
 	}
-	viewOf, forecastFor := s.ViewOf(gpu), s.ForecastIndex()
-	type pendingJob struct {
-		spec    simulator.JobSpec
-		created time.Time
-		key     string
-	}
-	var running, pending []pendingJob
-	var noETA, noGPU, noQueue, inactive int
-	for i := range s.Workloads {
-		wl := &s.Workloads[i]
-		v := viewOf(wl)
-		switch {
-		case v.State == report.Finished:
-			continue
-		case v.State == report.Inactive:
-			inactive++
-			continue
-		case v.GPUs == 0:
-			noGPU++
-			continue
-		case !known[v.ClusterQueue]:
-			noQueue++
-			continue
-		}
-		name := v.Name
-		if v.Job != "" {
-			name = v.Job
-		}
-		js := simulator.JobSpec{Name: v.Namespace + "/" + name, Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
-			Duration: simulator.Seconds(o.DefaultDuration)}
-		if pf := forecastFor(wl); pf != nil {
-			fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
-			if err != nil {
-				notes = append(notes, err.Error())
-			}
-			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
-				js.Duration = simulator.Seconds(math.Max(1, math.Round(fc.ETA.Value)))
-			} else {
-				noETA++
-			}
-			if fc != nil && fc.Plateaued {
-				js.PlateauAt = plateauedNow
-			}
-		} else {
-			noETA++
-		}
-		pj := pendingJob{spec: js, created: v.CreatedAt, key: v.Namespace + "/" + v.Name}
-		if v.State == report.Running {
-			running = append(running, pj)
-		} else {
-			pending = append(pending, pj)
-		}
-	}
+	viewOf := s.ViewOf(gpu)
+	running, pending, skipped, jobNotes := workloadJobs(s, o, viewOf, known)
+	notes = append(notes, jobNotes...)
+	noETA, noGPU, noQueue, inactive := skipped.noETA, skipped.noGPU, skipped.noQueue, skipped.inactive
 	// Kueue's queue order after priority: creation time, then name.
 	for _, l := range [][]pendingJob{running, pending} {
 		sort.SliceStable(l, func(a, b int) bool {
@@ -298,4 +249,67 @@ func traceArrivals(o Options, known map[string]bool) ([]simulator.JobSpec, error
 			Duration: simulator.Seconds(tj.Duration), Arrival: simulator.Seconds(1 + tj.Arrival)})
 	}
 	return out, nil
+}
+
+// pendingJob is a Workload's job with its place in Kueue's queue order.
+type pendingJob struct {
+	spec    simulator.JobSpec
+	created time.Time
+	key     string
+}
+
+// skipCounts count the Workloads left out or approximated, for the notes.
+type skipCounts struct{ noETA, noGPU, noQueue, inactive int }
+
+// workloadJobs maps the snapshot's unfinished Workloads in known queues
+// to jobs: admitted ones (running) and the others (pending), each with
+// its forecast's ETA as run time where there is one.
+func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workload) report.WorkloadView, known map[string]bool) (running, pending []pendingJob, sk skipCounts, notes []string) {
+	forecastFor := s.ForecastIndex()
+	for i := range s.Workloads {
+		wl := &s.Workloads[i]
+		v := viewOf(wl)
+		switch {
+		case v.State == report.Finished:
+			continue
+		case v.State == report.Inactive:
+			sk.inactive++
+			continue
+		case v.GPUs == 0:
+			sk.noGPU++
+			continue
+		case !known[v.ClusterQueue]:
+			sk.noQueue++
+			continue
+		}
+		name := v.Name
+		if v.Job != "" {
+			name = v.Job
+		}
+		js := simulator.JobSpec{Name: v.Namespace + "/" + name, Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
+			Duration: simulator.Seconds(o.DefaultDuration)}
+		if pf := forecastFor(wl); pf != nil {
+			fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
+			if err != nil {
+				notes = append(notes, err.Error())
+			}
+			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
+				js.Duration = simulator.Seconds(math.Max(1, math.Round(fc.ETA.Value)))
+			} else {
+				sk.noETA++
+			}
+			if fc != nil && fc.Plateaued {
+				js.PlateauAt = plateauedNow
+			}
+		} else {
+			sk.noETA++
+		}
+		pj := pendingJob{spec: js, created: v.CreatedAt, key: v.Namespace + "/" + v.Name}
+		if v.State == report.Running {
+			running = append(running, pj)
+		} else {
+			pending = append(pending, pj)
+		}
+	}
+	return running, pending, sk, notes
 }
