@@ -129,7 +129,8 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("starting", "version", version, "config", fl.config,
+	vi := versionInfo()
+	logger.Info("starting", "version", vi.Version, "commit", vi.Commit, "config", fl.config,
 		"leaderElection", cfg.LeaderElection.Enabled, "mode", cfg.Policy.Mode)
 	return mgr.Start(ctx)
 }
