@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/prometheus v0.316.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/apimachinery v0.37.1
+	sigs.k8s.io/krew v0.4.3
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -117,7 +118,7 @@ require (
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/apiserver v0.37.0 // indirect
 	k8s.io/cli-runtime v0.37.0 // indirect
-	k8s.io/client-go v0.37.1 // indirect
+	k8s.io/client-go v11.0.0+incompatible // indirect
 	k8s.io/component-base v0.37.0 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
@@ -130,3 +131,7 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// krew v0.4.3's dependency tree names client-go v11.0.0+incompatible, which
+// sorts above every v0.x: pin it to Helm's line.
+replace k8s.io/client-go v11.0.0+incompatible => k8s.io/client-go v0.37.1

@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newReplayCmd(),
 		newReportCmd(),
 		newExplainCmd(),
+		newGetCmd(),
 	)
 	usageErrors(root)
 	return root
