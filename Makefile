@@ -23,12 +23,14 @@ FUZZTIME ?= 30s
 # let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
 FUZZMINIMIZE ?= 2s
 
-.PHONY: image images image-planner image-scheduler all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
+.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
 
 all: build
 
 build: ## Build the planner binary into bin/.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/planner ./cmd/planner
+
+.PHONY: image images image-planner image-scheduler kubectl-planner helm-lint chart-test release
 
 # Static linux binaries for the images (CGO off: the distroless/scratch base
 # has no libc), stripped, with version stamps.
@@ -47,6 +49,18 @@ image-scheduler:
 		--version $(VERSION) --commit $(COMMIT) --created $(BUILD_DATE) \
 		--description "kube-scheduler with Progress Planner's ProgressAware plugin" \
 		$(foreach a,$(ARCHS),--bin linux/$(a)=$(ABSBIN)/linux-$(a)/planner-scheduler) --out $(ABSBIN)/images/planner-scheduler-$(VERSION).tar
+
+kubectl-planner: ## The kubectl plugin: bin/kubectl-planner, the planner under the plugin name (kubectl planner get|explain|report|forecast).
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-planner ./cmd/planner
+
+helm-lint: ## helm lint of both charts, with default and non-default values (Helm SDK).
+	cd release && $(GO) test -count=1 -run 'TestHelmLint' -v ./charts
+
+chart-test: ## helm lint and the golden helm template tests (cd release && go test ./charts -update rewrites the golden files).
+	cd release && $(GO) test -count=1 -v ./charts
+
+release: ## make release VERSION=vX.Y.Z: versions set, artifacts in _output/release/VERSION (hack/release.sh).
+	bash hack/release.sh $(VERSION)
 
 image: ## The planner's image for this machine's architecture, offline: bin/images/planner-VERSION.tar (an OCI archive; docker/podman load).
 	$(MAKE) image-planner ARCHS=$(HOSTARCH)

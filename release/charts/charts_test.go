@@ -2,11 +2,14 @@ package charts
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,17 +121,10 @@ func firstDiff(a, b string) string {
 			y = bl[i]
 		}
 		if x != y {
-			return "line " + itoa(i+1) + ":\n- " + x + "\n+ " + y
+			return "line " + strconv.Itoa(i+1) + ":\n- " + x + "\n+ " + y
 		}
 	}
 	return ""
-}
-
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
-
-func fmtInt(i int) string {
-	b, _ := yaml.Marshal(i)
-	return strings.TrimSpace(string(b))
 }
 
 // objects splits a rendered manifest into objects.
@@ -139,7 +135,7 @@ func objects(t *testing.T, manifest string) []map[string]any {
 	for {
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			t.Fatal(err)
@@ -243,6 +239,9 @@ func TestChartContents(t *testing.T) {
 			} else if strings.Contains(args, "--ui-addr") {
 				t.Errorf("UI off by default, args %q", args)
 			}
+			// The planner accepts the Deployment's command line as it is.
+			argv := toStrings(path(spec, "containers").([]any)[0].(map[string]any)["args"])
+			checkArgs(t, argv, path(cm, "data", "config.yaml").(string))
 			if !strings.Contains(args, "--metrics-secure=true") {
 				t.Errorf("metrics not secure by default: %q", args)
 			}
@@ -267,6 +266,26 @@ func printConfig(t *testing.T, config string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// checkArgs runs the planner with the Deployment's arguments, the config
+// file swapped for a local copy, and --print-config: every flag parses.
+func checkArgs(t *testing.T, argv []string, config string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string(nil), argv...)
+	for i, a := range args {
+		if strings.HasPrefix(a, "--config=") {
+			args[i] = "--config=" + file
+		}
+	}
+	out, err := exec.Command(testbin.Planner(t), append(args, "--print-config")...).CombinedOutput()
+	if err != nil {
+		t.Errorf("planner %v: %v\n%s", args, err, out)
+	}
 }
 
 func toStrings(v any) []string {
