@@ -23,7 +23,7 @@ FUZZTIME ?= 30s
 # let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
 FUZZMINIMIZE ?= 2s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest
+.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e capacity-backtest screenshots
 
 all: build
 
@@ -94,6 +94,9 @@ e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, et
 	$(GO) test -tags e2e -count=1 -timeout 30m ./test/... ./cmd/...
 	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
 
+screenshots: testbins chromium ## Regenerate docs/img/report.png and docs/img/live.png: the browser layout tests' screenshots at 1280 px (docs/report.md).
+	PLANNER_SCREENSHOT_DIR=$(CURDIR)/docs/img $(GO) test -tags e2e -count=1 -run 'TestReportLayoutInBrowser|TestLivePageInBrowser' ./test/e2e
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -102,14 +105,15 @@ bench: ## Benchmarks, benchstat-friendly: make bench COUNT=10 > new.txt
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./pkg/...
 
 fuzz: ## Run each fuzz target for FUZZTIME.
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
-	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
-	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzFitUntrustedHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/preempt
-	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/plannerconfig
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStopOptIn$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 

@@ -16,20 +16,23 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/progress-planner/planner/internal/htmlpage"
 	"github.com/progress-planner/planner/internal/svgplot"
 )
 
 // Comparison is the outcome of running several policies on identical
 // arrivals and curves.
 type Comparison struct {
-	Scenario    string    `json:"scenario"`
-	Source      string    `json:"source"`
-	Jobs        int       `json:"jobs"`
-	CapacityGPU int       `json:"capacityGPUs"`
-	Queues      []Queue   `json:"queues"`
-	Notes       []string  `json:"notes,omitempty"`
-	Settings    Settings  `json:"settings"`
-	Results     []*Result `json:"results"`
+	Scenario    string   `json:"scenario"`
+	Source      string   `json:"source"`
+	Jobs        int      `json:"jobs"`
+	CapacityGPU int      `json:"capacityGPUs"`
+	Queues      []Queue  `json:"queues"`
+	Notes       []string `json:"notes,omitempty"`
+	// Headline is what the planner changed against kueue, in plain words.
+	Headline []string  `json:"headline,omitempty"`
+	Settings Settings  `json:"settings"`
+	Results  []*Result `json:"results"`
 	// VsKueue and VsOracle are each policy's differences from kueue and
 	// oracle (when those ran).
 	VsKueue  []Delta `json:"vsKueue,omitempty"`
@@ -85,13 +88,17 @@ func Compare(in *Input, policies []string, seed uint64, opt Options) (*Compariso
 		}
 	}
 	c.Checks = checks(byName)
+	c.Headline = c.headline()
 	return c, nil
 }
 
 // WriteJSON writes the comparison as indented JSON (non-finite numbers as
 // null).
-func (c *Comparison) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(c)
+func (c *Comparison) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, c) }
+
+// writeIndentedJSON writes v as indented JSON and a newline.
+func writeIndentedJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -115,6 +122,12 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintln(w)
+	for _, l := range c.Headline {
+		fmt.Fprintln(w, l)
+	}
+	if len(c.Headline) > 0 {
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "metric\t"
 	for _, r := range c.Results {
@@ -281,10 +294,12 @@ var palette = []color.RGBA{{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44
 
 func linePlot(title, ylabel string, xs, ys []float64, col color.RGBA, capLine bool, capacity float64) (template.HTML, error) {
 	p := plot.New()
-	p.Title.Text = title
 	p.X.Label.Text = "hours since the first arrival"
 	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
+	// The title and the legend sit above the plot (svgplot.Chart): a
+	// legend in the plot's corner covered the series.
+	ch := svgplot.Chart{Title: title, Plot: p, Width: 6 * vg.Inch, Height: 2.6 * vg.Inch}
 	pts := make(plotter.XYs, len(xs))
 	for i := range xs {
 		pts[i].X, pts[i].Y = xs[i], ys[i]
@@ -298,7 +313,7 @@ func linePlot(title, ylabel string, xs, ys []float64, col color.RGBA, capLine bo
 	}
 	l.Color = col
 	l.Width = vg.Points(1)
-	p.Add(l)
+	ch.Series = append(ch.Series, svgplot.Series{Label: ylabel, Class: "series", Plotter: l})
 	if capLine && capacity > 0 && len(xs) > 0 {
 		cl, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: capacity}, {X: xs[len(xs)-1], Y: capacity}})
 		if err != nil {
@@ -306,44 +321,41 @@ func linePlot(title, ylabel string, xs, ys []float64, col color.RGBA, capLine bo
 		}
 		cl.Color = color.Gray{Y: 128}
 		cl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(cl)
-		p.Legend.Add("capacity", cl)
-		p.Legend.Top = true
-		p.Y.Max = math.Max(p.Y.Max, capacity*1.12)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "capacity", Class: "capacity", Plotter: cl})
+		p.Y.Max = math.Max(p.Y.Max, capacity*1.05)
 	}
-	return svgplot.Inline(p, 7*vg.Inch, 2.6*vg.Inch)
+	return ch.SVG()
 }
 
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+var htmlTmpl = htmlpage.WithCell(template.Must(template.New("report").Funcs(template.FuncMap{
 	"pctf": func(x Float) string { return signed(float64(x), 1) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>planner simulate: {{.C.Scenario}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}.missed{color:#b00;font-weight:bold}.met{color:#070}
-figure{margin:1em 0}svg{max-width:100%;height:auto}small{color:#666}
-</style></head><body>
+<style>{{.CSS}}</style></head><body>
 <h1>planner simulate: {{.C.Scenario}}</h1>
 <p>{{.C.Source}}<br>{{.C.Jobs}} jobs, {{.C.CapacityGPU}} GPUs in {{len .C.Queues}} ClusterQueues; checkpoint every {{.C.Settings.CheckpointInterval}}; Deactivate what-if: {{if .C.Settings.Deactivate}}on (every queue opts in){{else}}off{{end}}; seed {{.C.Settings.Seed}}.</p>
 {{if .C.Notes}}<ul>{{range .C.Notes}}<li><small>{{.}}</small></li>{{end}}</ul>{{end}}
+{{with .C.Headline}}<section id="headline"><h2>{{index . 0}}</h2><ul>{{range slice . 1}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <h2>Results</h2>
-<table><tr><th>metric</th>{{range .C.Results}}<th>{{.Summary.Policy}}</th>{{end}}</tr>
-{{range .Rows}}<tr><td>{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>{{end}}
-</table>
+<table id="results"><thead><tr><th>metric</th>{{range .C.Results}}<th class="num">{{.Summary.Policy}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr><td>{{.Name}}</td>{{range .Cells}}{{template "cell" .}}{{end}}</tr>
+{{end}}</tbody></table>
 {{if .C.VsKueue}}<h2>Against kueue (policy − kueue)</h2>{{template "deltas" .C.VsKueue}}{{end}}
 {{if .C.VsOracle}}<h2>Distance to oracle (policy − oracle)</h2>{{template "deltas" .C.VsOracle}}{{end}}
-{{if .Checks}}<h2>Targets</h2><table><tr><th>target</th><th>value</th><th>wanted</th><th></th></tr>
-{{range .Checks}}<tr><td>{{.Name}}</td><td>{{.Value}}</td><td>{{.Target}}</td><td class="{{.Class}}">{{.Status}}</td></tr>{{end}}</table>{{end}}
+{{if .Checks}}<h2>Targets</h2><table id="targets"><thead><tr><th>target</th><th class="num">value</th><th>wanted</th><th></th></tr></thead><tbody>
+{{range .Checks}}<tr><td>{{.Name}}</td><td class="num">{{.Value}}</td><td>{{.Target}}</td><td class="{{.Class}}">{{.Status}}</td></tr>
+{{end}}</tbody></table>{{end}}
 <h2>Queue length and GPU use over time</h2>
-{{range .Plots}}<figure>{{.SVG}}</figure>
-{{end}}
+<div class="charts">{{range .Plots}}<figure class="chart sim-chart">{{.SVG}}</figure>
+{{end}}</div>
 <p><small>Generated by planner simulate (Progress Planner) at {{.Generated}}.</small></p>
 </body></html>
-{{define "deltas"}}<table><tr><th>policy</th><th>plateau GPU-h</th><th>(%)</th><th>lost GPU-h</th><th>preemptions</th><th>past 90%</th><th>mean JCT (h)</th><th>(%)</th><th>p95 JCT (h)</th><th>mean queueing (h)</th></tr>
-{{range .}}<tr><td>{{.Policy}}</td><td>{{printf "%+.1f" .PlateauGPUHours}}</td><td>{{pctf .PlateauPct}}</td><td>{{printf "%+.1f" .LostGPUHours}}</td><td>{{printf "%+d" .Preemptions}}</td><td>{{printf "%+d" .PreemptionsPast90}}</td><td>{{printf "%+.2f" .MeanJCT}}</td><td>{{pctf .MeanJCTPct}}</td><td>{{printf "%+.2f" .P95JCT}}</td><td>{{printf "%+.2f" .MeanQueueing}}</td></tr>{{end}}</table>{{end}}
-`))
+{{define "deltas"}}<table class="deltas"><thead><tr><th>policy</th><th class="num">plateau GPU-h</th><th class="num">(%)</th><th class="num">lost GPU-h</th><th class="num">preemptions</th><th class="num">past 90%</th><th class="num">mean JCT (h)</th><th class="num">(%)</th><th class="num">p95 JCT (h)</th><th class="num">mean queueing (h)</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Policy}}</td><td class="num">{{printf "%+.1f" .PlateauGPUHours}}</td><td class="num">{{pctf .PlateauPct}}</td><td class="num">{{printf "%+.1f" .LostGPUHours}}</td><td class="num">{{printf "%+d" .Preemptions}}</td><td class="num">{{printf "%+d" .PreemptionsPast90}}</td><td class="num">{{printf "%+.2f" .MeanJCT}}</td><td class="num">{{pctf .MeanJCTPct}}</td><td class="num">{{printf "%+.2f" .P95JCT}}</td><td class="num">{{printf "%+.2f" .MeanQueueing}}</td></tr>
+{{end}}</tbody></table>{{end}}
+`)))
 
 // WriteHTML writes one self-contained HTML page: the tables and the plots
 // (inline SVG, no external resources).
@@ -354,7 +366,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 	}
 	type htmlRow struct {
 		Name  string
-		Cells []string
+		Cells []htmlpage.Cell
 	}
 	type htmlCheck struct {
 		Name, Target, Value, Status, Class string
@@ -365,11 +377,12 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 		Checks    []htmlCheck
 		Plots     []NamedSVG
 		Generated string
-	}{C: c, Plots: plots, Generated: time.Now().UTC().Format(time.RFC3339)}
+		CSS       template.CSS
+	}{C: c, Plots: plots, Generated: time.Now().UTC().Format(time.RFC3339), CSS: htmlpage.CSS}
 	for _, r := range summaryRows {
 		hr := htmlRow{Name: r.name}
 		for _, res := range c.Results {
-			hr.Cells = append(hr.Cells, r.f(res.Summary))
+			hr.Cells = append(hr.Cells, htmlpage.Cell{Text: r.f(res.Summary), Num: true})
 		}
 		data.Rows = append(data.Rows, hr)
 	}

@@ -4,8 +4,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,8 +15,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Scenario is a simulation set-up, read from YAML (ParseScenario). Its jobs
@@ -30,6 +32,9 @@ type Scenario struct {
 	// per trace group (Philly virtual cluster, Alibaba QoS) is made, all in
 	// one cohort (see TraceSource.ClusterGPUs).
 	Queues []Queue `json:"queues,omitempty"`
+	// LocalQueues record which LocalQueue fed which ClusterQueue in a
+	// scenario read from a cluster (jobs name their ClusterQueue).
+	LocalQueues []LocalQueue `json:"localQueues,omitempty"`
 	// Priorities is the priority mix of generated and trace jobs (shares
 	// are normalized). Empty: every job has priority 0.
 	Priorities []PriorityClass `json:"priorities,omitempty"`
@@ -54,6 +59,10 @@ type Scenario struct {
 	// (matched by duration class and time-scaled) instead of families.
 	Curves   *CurveSource `json:"curves,omitempty"`
 	Families *Families    `json:"families,omitempty"`
+
+	// files, when set (KeepFiles), keeps the trace and curves Resolve
+	// reads, for a sweep resolving one scenario under many seeds.
+	files *fileCache
 }
 
 // PriorityClass is one class of the priority mix.
@@ -200,17 +209,21 @@ func parseSeconds(str string) (float64, error) {
 //go:embed default.yaml
 var defaultScenarioYAML []byte
 
-// DefaultScenario is the embedded built-in scenario (default.yaml).
+// DefaultScenario is the embedded built-in scenario (default.yaml), its
+// description generated from its parameters (Describe).
 func DefaultScenario() *Scenario {
 	s, err := ParseScenario(defaultScenarioYAML)
 	if err != nil {
 		panic("simulator: embedded default.yaml: " + err.Error())
 	}
+	s.Description = s.Describe()
 	return s
 }
 
-// DefaultScenarioYAML is the embedded scenario's text.
-func DefaultScenarioYAML() []byte { return append([]byte(nil), defaultScenarioYAML...) }
+// DefaultScenarioYAML is the embedded scenario's text (what
+// --print-default prints), with its description generated from its
+// parameters: a hand-written one went stale when the parameters changed.
+func DefaultScenarioYAML() []byte { return withDescription(defaultScenarioYAML, DefaultScenario()) }
 
 // ParseScenario reads a YAML (or JSON) scenario; unknown fields are errors.
 func ParseScenario(data []byte) (*Scenario, error) {
@@ -237,7 +250,31 @@ func LoadScenario(path string) (*Scenario, error) {
 	return s, nil
 }
 
+// validate runs scenarioChecks in order; the first problem is the error.
 func (s *Scenario) validate() error {
+	for _, check := range scenarioChecks {
+		if err := check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scenarioChecks are validate's checks, in order: the one source of jobs
+// first, then each part of the scenario as it appears in the file.
+var scenarioChecks = [...]func(*Scenario) error{
+	(*Scenario).checkSource,
+	(*Scenario).checkJobs,
+	(*Scenario).checkQueues,
+	(*Scenario).checkPriorities,
+	(*Scenario).checkFamilies,
+	(*Scenario).checkGenerate,
+	(*Scenario).checkTrace,
+	(*Scenario).checkPolicy,
+}
+
+// checkSource: exactly one of jobs, trace and generate.
+func (s *Scenario) checkSource() error {
 	sources := 0
 	if len(s.Jobs) > 0 {
 		sources++
@@ -251,6 +288,12 @@ func (s *Scenario) validate() error {
 	if sources != 1 {
 		return fmt.Errorf("scenario %q: give exactly one of jobs, trace, generate (got %d)", s.Name, sources)
 	}
+	return nil
+}
+
+// checkJobs: at most MaxJobs, each with GPUs, a total within
+// maxTotalSteps and a finite, non-negative plateau fraction.
+func (s *Scenario) checkJobs() error {
 	if len(s.Jobs) > MaxJobs {
 		return fmt.Errorf("scenario: %d jobs: at most %d", len(s.Jobs), MaxJobs)
 	}
@@ -265,6 +308,12 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("scenario: jobs[%d].plateauAt %g: must be a finite run fraction >= 0", i, j.PlateauAt)
 		}
 	}
+	return nil
+}
+
+// checkQueues: GPU counts and borrowing limits within range, at most
+// MaxGPUs in all.
+func (s *Scenario) checkQueues() error {
 	capacity := 0
 	for i, q := range s.Queues {
 		if err := checkGPUs(fmt.Sprintf("scenario: queues[%d].gpus", i), q.GPUs, 0); err != nil {
@@ -279,6 +328,11 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("scenario: the queues hold %d GPUs or more: at most %d", capacity, MaxGPUs)
 		}
 	}
+	return nil
+}
+
+// checkPriorities: finite, non-negative shares that add up to more than 0.
+func (s *Scenario) checkPriorities() error {
 	total := 0.0
 	for i, p := range s.Priorities {
 		if !(p.Share >= 0) || math.IsInf(p.Share, 0) {
@@ -289,40 +343,64 @@ func (s *Scenario) validate() error {
 	if len(s.Priorities) > 0 && !(total > 0) {
 		return fmt.Errorf("scenario: the priority shares add up to 0")
 	}
-	if s.Families != nil {
-		if err := s.Families.validate(); err != nil {
-			return err
-		}
+	return nil
+}
+
+// checkFamilies: the curve families, when given.
+func (s *Scenario) checkFamilies() error {
+	if s.Families == nil {
+		return nil
 	}
-	if g := s.Generate; g != nil {
-		if err := g.validate(); err != nil {
-			return err
-		}
-		if len(s.Queues) == 0 {
-			return fmt.Errorf("scenario: generate needs queues")
-		}
+	return s.Families.validate()
+}
+
+// checkGenerate: a valid generator, which needs queues to fill.
+func (s *Scenario) checkGenerate() error {
+	g := s.Generate
+	if g == nil {
+		return nil
 	}
-	if t := s.Trace; t != nil {
-		if t.Path == "" {
-			return fmt.Errorf("scenario: trace.path is empty")
-		}
-		if t.Format != FormatPhilly && t.Format != FormatAlibaba {
-			return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
-		}
-		if t.Limit < 0 || t.Limit > MaxJobs {
-			return fmt.Errorf("scenario: trace.limit %d: must be in [0, %d]", t.Limit, MaxJobs)
-		}
-		if err := checkGPUs("scenario: trace.clusterGPUs", t.ClusterGPUs, 0); err != nil {
-			return err
-		}
-		if !(t.TargetLoad >= 0 && t.TargetLoad <= 10) {
-			return fmt.Errorf("scenario: trace.targetLoad %g: must be in [0, 10]", t.TargetLoad)
-		}
+	if err := g.validate(); err != nil {
+		return err
 	}
-	if len(s.Policy) > 0 {
-		if _, err := preempt.ParsePolicy(s.Policy); err != nil {
-			return fmt.Errorf("scenario: %w", err)
-		}
+	if len(s.Queues) == 0 {
+		return fmt.Errorf("scenario: generate needs queues")
+	}
+	return nil
+}
+
+// checkTrace: a path, a known format, a limit within MaxJobs, a cluster
+// size within range and a target load in [0, 10].
+func (s *Scenario) checkTrace() error {
+	t := s.Trace
+	if t == nil {
+		return nil
+	}
+	if t.Path == "" {
+		return fmt.Errorf("scenario: trace.path is empty")
+	}
+	if t.Format != FormatPhilly && t.Format != FormatAlibaba {
+		return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
+	}
+	if t.Limit < 0 || t.Limit > MaxJobs {
+		return fmt.Errorf("scenario: trace.limit %d: must be in [0, %d]", t.Limit, MaxJobs)
+	}
+	if err := checkGPUs("scenario: trace.clusterGPUs", t.ClusterGPUs, 0); err != nil {
+		return err
+	}
+	if !(t.TargetLoad >= 0 && t.TargetLoad <= 10) {
+		return fmt.Errorf("scenario: trace.targetLoad %g: must be in [0, 10]", t.TargetLoad)
+	}
+	return nil
+}
+
+// checkPolicy: the policy section, when given, parses and is valid.
+func (s *Scenario) checkPolicy() error {
+	if len(s.Policy) == 0 {
+		return nil
+	}
+	if _, err := preempt.ParsePolicy(s.Policy); err != nil {
+		return fmt.Errorf("scenario: %w", err)
 	}
 	return nil
 }
@@ -457,13 +535,14 @@ func (s *Scenario) Resolve() (*Input, error) {
 	var curves *CurveSet
 	if s.Curves != nil && s.Curves.Dir != "" && len(s.Jobs) == 0 {
 		var err error
-		if curves, err = LoadCurves(s.Curves.Dir); err != nil {
+		if curves, err = s.files.curves(s.Curves.Dir); err != nil {
 			return nil, err
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
 			curves.Count(), curves.Dir, strings.Join(DurationClassNames, " "), classCounts(curves)))
-		for reason, n := range curves.Skipped {
-			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", n, reason))
+		// Sorted: the output is deterministic, map order is not.
+		for _, reason := range slices.Sorted(maps.Keys(curves.Skipped)) {
+			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", curves.Skipped[reason], reason))
 		}
 	}
 	switch {
@@ -530,7 +609,7 @@ func (js JobSpec) job(i int) (*Job, error) {
 // improves until the end.
 func SimpleCurve(plateauAt float64) *Curve {
 	const points = 100
-	c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
+	c := &Curve{Objective: progress.Objective{Metric: "eval_loss", Direction: progress.Minimize}}
 	vals := make([]float64, points)
 	for i := range points {
 		x := float64(i+1) / points
@@ -611,7 +690,7 @@ func (s *Scenario) generate(in *Input) {
 
 func (s *Scenario) fromTrace(in *Input) error {
 	ts := s.Trace
-	tr, err := ReadTraceFile(ts.Path, ts.Format, ts.Limit)
+	tr, err := s.files.trace(ts.Path, ts.Format, ts.Limit)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,12 @@ type ForecastSummary struct {
 	// +optional
 	Segments int32 `json:"segments,omitempty"`
 	// progress is the planner's progress measure: step over total steps
-	// from the job's counters, else the reported percentage.
+	// from the job's counters, else the reported percentage ("45%").
+	//
+	// The strings of this summary are formatted for people, one way
+	// everywhere (reasons, reports, explain): percentages "93%", "5.4%";
+	// durations "45s", "4m30s", "12m", "2h05m", "3d4h"; values with four
+	// significant digits; ranges "LO–HI".
 	// +optional
 	Progress string `json:"progress,omitempty"`
 	// step is "STEP/TOTAL" (or "STEP" without a total).
@@ -88,7 +93,8 @@ type ForecastSummary struct {
 	// +optional
 	PredictedRange string `json:"predictedRange,omitempty"`
 	// plateauProbability is the probability that the job will improve by
-	// less than 1% of its gain so far before its planned end.
+	// less than 1% of its gain so far before its planned end, as a
+	// percentage.
 	// +optional
 	PlateauProbability string `json:"plateauProbability,omitempty"`
 	// relativeRemaining is the expected remaining improvement as a share of
@@ -101,7 +107,7 @@ type ForecastSummary struct {
 	// hung is the forecast's hang call.
 	// +optional
 	Hung bool `json:"hung,omitempty"`
-	// confidence in [0,1] of the curve forecast.
+	// confidence of the curve forecast, as a percentage.
 	// +optional
 	Confidence string `json:"confidence,omitempty"`
 	// integrity lists findings about the job's own progress claims.
@@ -113,6 +119,10 @@ type ForecastSummary struct {
 	// +listType=atomic
 	Notes []string `json:"notes,omitempty"`
 }
+
+// DecisionVersion is the version of ProgressForecastStatus's typed
+// decision fields the planner writes (decisionVersion).
+const DecisionVersion = 1
 
 // ProgressForecastStatus is written by the planner only.
 type ProgressForecastStatus struct {
@@ -197,6 +207,28 @@ type ProgressForecastStatus struct {
 	// spec.active=false (the policy's Deactivate action).
 	// +optional
 	DeactivatedTime *metav1.Time `json:"deactivatedTime,omitempty"`
+
+	// decisionVersion is the version of the typed decision fields that
+	// follow (DecisionVersion). Other components (planner-scheduler) read
+	// only these fields, never the decision blob; a reader that does not
+	// know the version it finds treats the job as untracked and says so
+	// (docs/scheduler-plugin.md, "Versions").
+	// +optional
+	DecisionVersion int32 `json:"decisionVersion,omitempty"`
+	// decidedTime is when the latest decision was made.
+	// +optional
+	DecidedTime *metav1.Time `json:"decidedTime,omitempty"`
+	// verdictSince is since when the verdict has been what it is.
+	// +optional
+	VerdictSince *metav1.Time `json:"verdictSince,omitempty"`
+	// stalledSince is since when the verdict has been Plateaued, Diverging
+	// or Hung; empty otherwise.
+	// +optional
+	StalledSince *metav1.Time `json:"stalledSince,omitempty"`
+	// protectedUntil is the end of the NearDone protection lease; empty
+	// when the job holds none.
+	// +optional
+	ProtectedUntil *metav1.Time `json:"protectedUntil,omitempty"`
 
 	// forecast summarizes the latest forecast.
 	// +optional

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/progress-planner/planner/internal/genreader"
 	"github.com/progress-planner/planner/pkg/backtest"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/offline"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -72,6 +74,38 @@ func TestCommandLineMistakesExitTwo(t *testing.T) {
 	}
 }
 
+// TestOneOutputFlag: every command that prints takes -o/--output from the
+// same printer set, refuses a format it does not print with the same
+// words, and exits 2.
+func TestOneOutputFlag(t *testing.T) {
+	printers := 0
+	for _, c := range newRootCmd().Commands() {
+		f := c.Flags().Lookup("output")
+		if f == nil {
+			continue
+		}
+		printers++
+		o, ok := f.Value.(*outputFlag)
+		if !ok || f.Shorthand != "o" {
+			t.Errorf("%s: --output is a %T (-%s), not the shared outputFlag with -o", c.Name(), f.Value, f.Shorthand)
+			continue
+		}
+		for _, format := range o.allowed {
+			if !slices.Contains([]string{formatTable, formatJSON, formatYAML, formatMarkdown, formatHTML}, format) {
+				t.Errorf("%s: format %q is not in the printer set", c.Name(), format)
+			}
+		}
+		_, _, err := runCLI(nil, c.Name(), "-o", "xml")
+		want := `invalid argument "xml" for "-o, --output" flag: want ` + o.choices()
+		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != exitUsage {
+			t.Errorf("%s -o xml: %v (exit %d), want %q and exit %d", c.Name(), err, exitCode(err), want, exitUsage)
+		}
+	}
+	if printers < 5 {
+		t.Errorf("%d commands take --output, want at least 5 (forecast, report, explain, backtest, simulate)", printers)
+	}
+}
+
 // TestHugeRunInfoGPUs: a header claiming 999999999 GPUs is an input error
 // naming the field and the limit, not an 8 GB capacity array.
 func TestHugeRunInfoGPUs(t *testing.T) {
@@ -95,13 +129,13 @@ func TestHugeRunInfoGPUs(t *testing.T) {
 // clamped; the report's capacity forecast allocates O(report.MaxGPUs).
 func TestReportCapacityMemoryBounded(t *testing.T) {
 	hf := stepsHistory(50)
-	c := newHistoryCut(hf.Header, forecastCut{At: hf.Reports[20].T})
+	c := offline.NewHistoryCut(hf.Header, offline.Cut{At: hf.Reports[20].T})
 	for _, r := range hf.Reports {
-		if !c.add(r) {
+		if !c.Add(r) {
 			break
 		}
 	}
-	out, err := buildForecastOutput(c, nil)
+	out, err := offline.Forecast(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +219,11 @@ func historyStream(size int64) *genreader.Reader {
 func TestHistoryReadIsStreamed(t *testing.T) {
 	const size = 32 << 20
 	r := historyStream(size)
-	c, err := loadHistory("-", r, cutSpec{})
+	c, err := offline.Load("-", r, offline.CutSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Read != r.Lines()-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
+	if c.Read != r.Lines()-1 || c.H.Len() > progress.DefaultLimits().MaxPoints {
 		t.Fatalf("read %d of %d reports, %d points kept", c.Read, r.Lines()-1, c.H.Len())
 	}
 	grew := r.PeakGrowth()
@@ -234,11 +268,11 @@ func TestInvalidHeaderObjectiveIsAnError(t *testing.T) {
 func BenchmarkForecast1GBHistory(b *testing.B) {
 	for range b.N {
 		r := historyStream(1 << 30)
-		c, err := loadHistory("-", r, cutSpec{})
+		c, err := offline.Load("-", r, offline.CutSpec{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := buildForecastOutput(c, nil); err != nil {
+		if _, err := offline.Forecast(c, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(r.PeakGrowth(), "peak-heap-MiB")

@@ -17,12 +17,12 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 )
 
 type runFlags struct {
 	config      string
-	kubeconfig  string
-	context     string
+	kube        kubeFlags
 	logFormat   string
 	verbosity   int
 	printConfig bool
@@ -61,8 +61,7 @@ docs/controller.md describes everything in detail.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.config, "config", "", "component config file (PlannerConfiguration YAML); defaults when absent")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "kubeconfig context to use")
+	fl.kube.add(cmd, "")
 	f.StringVar(&fl.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&fl.verbosity, "v", "v", 0, "log verbosity (0: info; higher: more detail)")
 	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective config and exit")
@@ -90,9 +89,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if fl.logFormat != "json" && fl.logFormat != "text" {
 		return usageErrorf("--log-format %q: want json or text", fl.logFormat)
 	}
-	cfg := kueueext.DefaultConfig()
+	cfg := plannerconfig.DefaultConfig()
 	if fl.config != "" {
-		c, err := kueueext.LoadConfig(fl.config)
+		c, err := plannerconfig.LoadConfig(fl.config)
 		if err != nil {
 			return err
 		}
@@ -119,7 +118,7 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if fl.verbosity < 0 || fl.verbosity > 10 {
 		return usageErrorf("-v %d must be in [0, 10]", fl.verbosity)
 	}
-	rc, err := restConfig(fl.kubeconfig, fl.context)
+	rc, err := fl.kube.restConfig()
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
 // Set at build time by make build/image/release:
@@ -78,32 +78,38 @@ func versionInfoFrom(v, c, d string, read func() (*debug.BuildInfo, bool)) Versi
 }
 
 func newVersionCmd() *cobra.Command {
-	var output string
+	var short bool
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the planner's version, commit, build date and Go version",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			vi := versionInfo()
-			w := cmd.OutOrStdout()
-			switch output {
-			case "", "text":
-				fmt.Fprintf(w, "version:   %s\ncommit:    %s\nbuildDate: %s\ngoVersion: %s\nplatform:  %s\n",
-					vi.Version, vi.Commit, vi.BuildDate, vi.GoVersion, vi.Platform)
-			case "short":
-				fmt.Fprintln(w, vi.Version)
-			case "json":
-				b, err := json.MarshalIndent(vi, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(w, string(b))
-			default:
-				return usageErrorf("-o %q: want text, short or json", output)
-			}
-			return nil
-		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join([]string{"text", "short", "json"}, ", "))
+	output := addOutputFlag(cmd, formatTable, formatJSON, formatYAML)
+	cmd.Flags().BoolVar(&short, "short", false, "print the version only")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		vi := versionInfo()
+		w := cmd.OutOrStdout()
+		switch {
+		case short:
+			fmt.Fprintln(w, vi.Version)
+		case output.value == formatJSON:
+			b, err := json.MarshalIndent(vi, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(w, string(b))
+		case output.value == formatYAML:
+			b, err := yaml.Marshal(vi)
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(b)
+			return err
+		default:
+			fmt.Fprintf(w, "version:   %s\ncommit:    %s\nbuildDate: %s\ngoVersion: %s\nplatform:  %s\n",
+				vi.Version, vi.Commit, vi.BuildDate, vi.GoVersion, vi.Platform)
+		}
+		return nil
+	}
 	return cmd
 }

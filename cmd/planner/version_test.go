@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,11 @@ func TestVersionCommand(t *testing.T) {
 	}
 	if _, _, err := runCLI(nil, "version", "-o", "xml"); exitCode(err) != 2 {
 		t.Errorf("-o xml: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	if out, _, err := runCLI(nil, "version", "--short"); err != nil || out != vi.Version+"\n" {
+		t.Errorf("--short: %q %v", out, err)
+	}
+	if out, _, err := runCLI(nil, "version", "-o", "yaml"); err != nil || !strings.Contains(out, "goVersion: ") {
+		t.Errorf("-o yaml: %q %v", out, err)
 	}
 }

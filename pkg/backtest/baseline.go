@@ -13,11 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
-
-// cutEps is the baseline's tolerance for "t <= c".
-const cutEps = 1e-9
 
 // counterKeys mirrors COUNTER_KEYS.
 var counterKeys = []string{"samples_count", "tokens_count", "epoch"}
@@ -31,7 +28,7 @@ type rep struct {
 	m   map[string]string
 }
 
-func toReps(f *forecast.HistoryFile) []rep {
+func toReps(f *progress.HistoryFile) []rep {
 	out := make([]rep, len(f.Reports))
 	for i, r := range f.Reports {
 		m := make(map[string]string, len(r.TrainerStatus.Metrics))
@@ -63,7 +60,7 @@ func (r rep) num(key string) (float64, bool) {
 
 // xkey mirrors xkey: current_step, else runInfo.progressCounter, else the
 // first of COUNTER_KEYS present in any report; "" for none (time axis).
-func xkey(hd forecast.FileHeader, reps []rep) string {
+func xkey(hd progress.FileHeader, reps []rep) string {
 	has := func(k string) bool {
 		for _, r := range reps {
 			if _, ok := r.m[k]; ok {
@@ -123,7 +120,7 @@ func series(reps []rep, metric, xk string) []obsPoint {
 
 // doneTotal mirrors done_total: current_epoch/total_epochs where
 // runInfo.progressUnit is "epochs", else current_step/total_steps.
-func doneTotal(hd forecast.FileHeader, r rep) (done float64, okDone bool, total float64, okTotal bool) {
+func doneTotal(hd progress.FileHeader, r rep) (done float64, okDone bool, total float64, okTotal bool) {
 	if hd.RunInfoString("progressUnit") == "epochs" {
 		done, okDone = r.num("current_epoch")
 		total, okTotal = r.num("total_epochs")
@@ -136,7 +133,7 @@ func doneTotal(hd forecast.FileHeader, r rep) (done float64, okDone bool, total 
 
 // seen returns the reports with t <= c (+ the baseline's tolerance).
 func seen(reps []rep, c float64) []rep {
-	n := sort.Search(len(reps), func(i int) bool { return reps[i].t > c+cutEps })
+	n := sort.Search(len(reps), func(i int) bool { return !progress.AtOrBefore(reps[i].t, c) })
 	return reps[:n]
 }
 
@@ -154,7 +151,7 @@ func reportedETA(seen []rep, c float64) (float64, bool) {
 // linearETA mirrors ETA baseline (ii): the step rate over the reports in
 // [0.8c, c] that carry the done counter (at least the last two such
 // reports): max((total - done)/rate - (c - t_last), 0).
-func linearETA(hd forecast.FileHeader, seen []rep, c float64) (float64, bool) {
+func linearETA(hd progress.FileHeader, seen []rep, c float64) (float64, bool) {
 	var win []rep
 	for _, r := range seen {
 		if _, ok, _, _ := doneTotal(hd, r); ok && r.t >= 0.8*c {

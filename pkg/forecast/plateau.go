@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/progress-planner/planner/internal/stats"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // The plateau call.
@@ -43,11 +46,11 @@ import (
 //  9. otherwise not plateaued.
 type plateauInput struct {
 	obs  []objPoint
-	h    *History
-	obj  Objective
+	h    *progress.History
+	obj  progress.Objective
 	now  float64
 	s    Settings
-	last Point // latest point up to now
+	last progress.Point // latest point up to now
 	// curve is the curve's plateau probability and relRem its expected
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
@@ -148,7 +151,7 @@ func overfitting(in *plateauInput) (bool, string) {
 	// Training loss (minimized) from the objective's best to now.
 	tb := in.obs[bi].t
 	atBest, latest := math.NaN(), math.NaN()
-	for i, p := range in.h.points {
+	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
 		}
@@ -182,7 +185,7 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 	}
 	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
 	peak, atStart, latest := 0.0, math.NaN(), math.NaN()
-	for i, p := range in.h.points {
+	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
 		}
@@ -299,7 +302,7 @@ func stepJumps(obs []objPoint, share float64) []int {
 }
 
 // axisAt is the job's current position on the axis whose end is xEnd.
-func axisAt(p Point, xEnd float64) float64 {
+func axisAt(p progress.Point, xEnd float64) float64 {
 	if fr := p.Fraction(); !math.IsNaN(fr) {
 		return fr * xEnd
 	}
@@ -370,7 +373,7 @@ func theilSen(pts []objPoint) float64 {
 	if len(sl) == 0 {
 		return 0
 	}
-	return median(sl)
+	return stats.Median(sl)
 }
 
 // noiseScale is the robust scale of successive differences of the
@@ -383,5 +386,5 @@ func noiseScale(obs []objPoint) float64 {
 	for i := 1; i < len(obs); i++ {
 		d = append(d, math.Abs(obs[i].y-obs[i-1].y))
 	}
-	return 1.4826 * median(d) / math.Sqrt2
+	return 1.4826 * stats.Median(d) / math.Sqrt2
 }

@@ -3,7 +3,7 @@ package kueueext
 // Annotations, labels and field managers the planner reads or writes.
 const (
 	// AnnotationObjective on a TrainJob names the metric to forecast:
-	// "METRIC[,minimize|maximize][,target=X]" (forecast.ParseObjective).
+	// "METRIC[,minimize|maximize][,target=X]" (progress.ParseObjective).
 	AnnotationObjective = "planner.progress.io/objective"
 	// AnnotationStopOptIn on a TrainJob ("true") opts the job in to being
 	// stopped (Workload spec.active=false) when it has stalled, where the
@@ -12,7 +12,7 @@ const (
 	// AnnotationMinImprovement on a TrainJob sets the job's own meaningful
 	// improvement (forecast.Settings.MinImprovement): a fraction ("0.005")
 	// or a percentage ("0.5%") of the objective's value, at most
-	// MaxMinImprovement; "0" turns the rule off for the job.
+	// plannerconfig.MaxMinImprovement; "0" turns the rule off for the job.
 	AnnotationMinImprovement = "planner.progress.io/min-improvement"
 	// AnnotationPriorityBoost is Kueue's priority boost (KEP-7990): a
 	// signed integer added to the Workload's priority.

@@ -34,7 +34,9 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Event reasons the planner emits (docs/controller.md lists them).
@@ -87,7 +89,7 @@ type TrainJobReconciler struct {
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
-	cfg       Config
+	cfg       plannerconfig.Config
 	settings  forecast.Settings
 	wl        *workloads
 
@@ -108,7 +110,7 @@ type jobState struct {
 
 	obj      *v1alpha1.ProgressForecast // as last written or loaded
 	work     v1alpha1.ProgressForecastStatus
-	hist     *forecast.History
+	hist     *progress.History
 	decision preempt.Decision
 
 	lastForecast time.Time
@@ -133,7 +135,7 @@ type jobState struct {
 	minImprovementErr string
 }
 
-func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
+func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
 		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
@@ -395,14 +397,14 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 			t.Time = notAfter(t.Time, now)
 		}
 	}
-	limits := forecast.DefaultLimits()
+	limits := progress.DefaultLimits()
 	limits.KeepMetrics = KeepMetrics(tj.Annotations)
-	st.hist = forecast.NewHistory(limits)
+	st.hist = progress.NewHistory(limits)
 	st.decision = preempt.Decision{}
 	st.lastForecast = time.Time{}
 	st.newData, st.urgent, st.factsKey = false, nil, ""
 	if pf.Status.History != nil && len(pf.Status.History.Raw) > 0 {
-		h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, limits)
+		h, err := progress.UnmarshalHistory(pf.Status.History.Raw, limits)
 		if err != nil {
 			apimeta.SetStatusCondition(&st.work.Conditions, metav1.Condition{
 				Type: v1alpha1.ConditionHistoryValid, Status: metav1.ConditionFalse, Reason: condReasonDecodeFailed,
@@ -509,7 +511,7 @@ func (st *jobState) noteReportGap(now time.Time) {
 	st.lastAccepted = now
 }
 
-func describeRejection(r forecast.Rejection) string {
+func describeRejection(r progress.Rejection) string {
 	// Field and detail are the job's own text (metric names, values).
 	s := string(r.Reason) + " " + outputText(r.Field)
 	if r.Detail != "" {
@@ -518,7 +520,7 @@ func describeRejection(r forecast.Rejection) string {
 	return s
 }
 
-func totalRejections(m map[forecast.RejectReason]int) int {
+func totalRejections(m map[progress.RejectReason]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -757,7 +759,7 @@ func triggerLabel(why string) string {
 	return "urgent"
 }
 
-func formatCounts(m map[forecast.RejectReason]int) string {
+func formatCounts(m map[progress.RejectReason]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, string(k))
@@ -765,7 +767,7 @@ func formatCounts(m map[forecast.RejectReason]int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %d", k, m[forecast.RejectReason(k)])
+		parts[i] = fmt.Sprintf("%s: %d", k, m[progress.RejectReason(k)])
 	}
 	return "totals " + strings.Join(parts, ", ")
 }
@@ -913,14 +915,18 @@ func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, fore
 	if st.obj == nil {
 		return nil
 	}
-	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(st.work)) {
+	want := *st.work.DeepCopy()
+	if !st.decision.IsZero() {
+		setDecisionFields(&want, &st.decision)
+	}
+	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(want)) {
 		return nil
 	}
 	hist, err := st.hist.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	status := *st.work.DeepCopy()
+	status := want
 	status.Revision = st.obj.Status.Revision + 1
 	status.History = &runtime.RawExtension{Raw: hist}
 	if !st.decision.IsZero() {
@@ -973,5 +979,6 @@ func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastS
 	c.LastObservedTime, c.LastReportTime = nil, nil
 	c.ObservedStatusHash = ""
 	c.Rejections, c.LastRejection = nil, ""
+	c.DecidedTime = nil // changes with every decision, like the observation times
 	return c
 }

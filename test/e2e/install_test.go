@@ -30,6 +30,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -114,7 +115,7 @@ func asServiceAccount(env *framework.Env, ns, sa string, forbidden *atomic.Int64
 
 // chartConfig is the planner config from the render's ConfigMap, with the
 // e2e suite's timings (as scenario 9 does with the shipped config).
-func chartConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) kueueext.Config {
+func chartConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) plannerconfig.Config {
 	t.Helper()
 	var cmObj *unstructured.Unstructured
 	for _, u := range objs {
@@ -126,7 +127,7 @@ func chartConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) kue
 		t.Fatal("no config ConfigMap in the render")
 	}
 	data, _, _ := unstructured.NestedString(cmObj.Object, "data", "config.yaml")
-	cfg, err := kueueext.ParseConfig([]byte(data))
+	cfg, err := plannerconfig.ParseConfig([]byte(data))
 	if err != nil {
 		t.Fatalf("the chart's config: %v", err)
 	}
