@@ -4,7 +4,16 @@
 GO      ?= go
 BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit's time, not the wall clock: rebuilding a commit gives the same
+# binary and image digest.
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+# Images: REGISTRY/planner:VERSION and REGISTRY/planner-scheduler:VERSION.
+REGISTRY ?= ghcr.io/progress-planner
+HOSTARCH := $(shell $(GO) env GOARCH)
+ARCHS   ?= $(HOSTARCH)
+ABSBIN   = $(abspath $(BIN))
 DATA    ?=
 CUTOFFS ?= 0.25,0.5,0.75
 BENCH   ?= .
@@ -21,15 +30,55 @@ all: build
 build: ## Build the planner binary into bin/.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/planner ./cmd/planner
 
+.PHONY: image images image-planner image-scheduler kubectl-planner helm-lint chart-test release
+
+# Static linux binaries for the images (CGO off: the distroless/scratch base
+# has no libc), stripped, with version stamps.
+image-planner:
+	@mkdir -p $(BIN)/images
+	for a in $(ARCHS); do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/linux-$$a/planner ./cmd/planner || exit 1; done
+	cd release && $(GO) run ./cmd/build-image --name planner --ref $(REGISTRY)/planner:$(VERSION) \
+		--version $(VERSION) --commit $(COMMIT) --created $(BUILD_DATE) \
+		--description "Progress Planner controller and CLI: forecasts of TrainJobs, Kueue priority boosts" \
+		$(foreach a,$(ARCHS),--bin linux/$(a)=$(ABSBIN)/linux-$(a)/planner) --out $(ABSBIN)/images/planner-$(VERSION).tar
+
+image-scheduler:
+	@mkdir -p $(BIN)/images
+	for a in $(ARCHS); do (cd scheduler && CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w" -o $(ABSBIN)/linux-$$a/planner-scheduler ./cmd/planner-scheduler) || exit 1; done
+	cd release && $(GO) run ./cmd/build-image --name planner-scheduler --ref $(REGISTRY)/planner-scheduler:$(VERSION) \
+		--version $(VERSION) --commit $(COMMIT) --created $(BUILD_DATE) \
+		--description "kube-scheduler with Progress Planner's ProgressAware plugin" \
+		$(foreach a,$(ARCHS),--bin linux/$(a)=$(ABSBIN)/linux-$(a)/planner-scheduler) --out $(ABSBIN)/images/planner-scheduler-$(VERSION).tar
+
+kubectl-planner: ## The kubectl plugin: bin/kubectl-planner, the planner under the plugin name (kubectl planner get|explain|report|forecast).
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-planner ./cmd/planner
+
+helm-lint: ## helm lint of both charts, with default and non-default values (Helm SDK).
+	cd release && $(GO) test -count=1 -run 'TestHelmLint' -v ./charts
+
+chart-test: ## helm lint and the golden helm template tests (cd release && go test ./charts -update rewrites the golden files).
+	cd release && $(GO) test -count=1 -v ./charts
+
+release: ## make release VERSION=vX.Y.Z: versions set, artifacts in _output/release/VERSION (hack/release.sh).
+	bash hack/release.sh $(VERSION)
+
+image: ## The planner's image for this machine's architecture, offline: bin/images/planner-VERSION.tar (an OCI archive; docker/podman load).
+	$(MAKE) image-planner ARCHS=$(HOSTARCH)
+
+images: ## Both images (planner, planner-scheduler) for linux/amd64 and linux/arm64, offline (OCI archives with an index).
+	$(MAKE) image-planner image-scheduler ARCHS="amd64 arm64"
+
 test: vet fmt-check unit e2e ## The full test suite (README's test command; .ci/run calls it).
 
 unit: ## Unit tests: fast, no binaries, no shared data (the product, then the scheduler plugin's nested module).
 	$(GO) test -count=1 ./...
 	cd scheduler && $(GO) test -count=1 ./...
+	cd release && $(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
 	cd scheduler && $(GO) vet ./... && $(GO) vet -tags e2e ./...
+	cd release && $(GO) vet ./...
 
 PROBES ?= 500
 

@@ -49,6 +49,13 @@ prints_line() {
 }
 apiserver_ok() { prints_line "${OUT}/kube-apiserver" "Kubernetes ${K8S_VERSION}"; }
 etcd_ok() { prints_line "${OUT}/etcd" "etcd Version: ${ETCD_VERSION}"; }
+# kubectl: the e2e tests of the kubectl plugin and the printer columns.
+kubectl_ok() {
+	local out
+	[[ -x "${OUT}/kubectl" ]] || return 1
+	out="$("${OUT}/kubectl" version --client 2>/dev/null)" || return 1
+	[[ $'\n'"${out}"$'\n' == *$'\n'"Client Version: ${K8S_VERSION}"$'\n'* ]]
+}
 
 # --probe-check N: run both version probes N times against the cached
 # binaries and fail on the first miss (make testbins-probe-check). Guards
@@ -97,6 +104,15 @@ if etcd_ok; then
 else
 	build go.etcd.io/etcd/server/v3 etcd
 	etcd_ok || die "${OUT}/etcd --version does not print 'etcd Version: ${ETCD_VERSION}': $("${OUT}/etcd" --version 2>&1 || true)"
+fi
+
+if kubectl_ok; then
+	log "kubectl ${K8S_VERSION} already in ${OUT}"
+else
+	cv=k8s.io/component-base/version
+	build k8s.io/kubernetes/cmd/kubectl kubectl \
+		"-X ${cv}.gitVersion=${K8S_VERSION} -X ${cv}.gitMajor=${K8S_MAJOR} -X ${cv}.gitMinor=${K8S_MINOR} -X ${cv}.gitTreeState=clean -X ${cv}.buildDate=1970-01-01T00:00:00Z"
+	kubectl_ok || die "${OUT}/kubectl version --client does not print 'Client Version: ${K8S_VERSION}': $("${OUT}/kubectl" version --client 2>&1 || true)"
 fi
 
 echo "${OUT}"

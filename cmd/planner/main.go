@@ -11,9 +11,6 @@ import (
 	"github.com/progress-planner/planner/internal/textsafe"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
-
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "planner",
@@ -39,20 +36,10 @@ func newRootCmd() *cobra.Command {
 		newReplayCmd(),
 		newReportCmd(),
 		newExplainCmd(),
+		newGetCmd(),
 	)
 	usageErrors(root)
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the planner version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), version)
-		},
-	}
 }
 
 func main() {

@@ -30,6 +30,9 @@ type runFlags struct {
 	apiBurst    int
 	uiAddr      string
 	uiRefresh   time.Duration
+	// Secure metrics (docs/observability.md).
+	metricsSecure  bool
+	metricsCertDir string
 }
 
 func newRunCmd() *cobra.Command {
@@ -68,6 +71,10 @@ docs/controller.md describes everything in detail.`,
 	f.Float32Var(&fl.apiQPS, "kube-api-qps", 50, "sustained requests per second to the API server")
 	f.IntVar(&fl.apiBurst, "kube-api-burst", 100, "request burst to the API server")
 	f.StringVar(&fl.uiAddr, "ui-addr", "", "serve the read-only report page on this address: :8082 is loopback only, 0.0.0.0:8082 every interface; off when empty (docs/report.md)")
+	// Off by default: a workstation's planner listens on loopback only. The
+	// shipped manifests and the chart turn it on.
+	f.BoolVar(&fl.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS, each request authenticated and authorized by the API server (a scraper needs get on the non-resource URL /metrics)")
+	f.StringVar(&fl.metricsCertDir, "metrics-cert-dir", "", "with --metrics-secure: directory holding tls.crt and tls.key; empty: a self-signed certificate made in memory at start")
 	f.DurationVar(&fl.uiRefresh, "ui-refresh", 30*time.Second, "how often the report page is rebuilt and reloads itself")
 	return cmd
 }
@@ -116,7 +123,13 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		return err
 	}
 	rc.QPS, rc.Burst = fl.apiQPS, fl.apiBurst
-	mgr, err := kueueext.NewManager(rc, cfg)
+	var mopts []kueueext.ManagerOption
+	if fl.metricsSecure {
+		mopts = append(mopts, kueueext.WithSecureMetrics(fl.metricsCertDir))
+	} else if fl.metricsCertDir != "" {
+		return usageErrorf("--metrics-cert-dir needs --metrics-secure")
+	}
+	mgr, err := kueueext.NewManager(rc, cfg, mopts...)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -128,8 +141,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("starting", "version", version, "config", fl.config,
-		"leaderElection", cfg.LeaderElection.Enabled, "mode", cfg.Policy.Mode)
+	vi := versionInfo()
+	logger.Info("starting", "version", vi.Version, "commit", vi.Commit, "config", fl.config,
+		"leaderElection", cfg.LeaderElection.Enabled, "mode", cfg.Policy.Mode, "metricsSecure", fl.metricsSecure)
 	return mgr.Start(ctx)
 }
 

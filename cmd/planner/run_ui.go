@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -21,9 +23,51 @@ func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log
 		return usageErrorf("--ui-refresh %v: want a positive duration", fl.uiRefresh)
 	}
 	s := reportui.New(mgr.GetClient(), mgr.GetAPIReader(), reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
-		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page")})
+		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders})
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("add the report page: %w", err)
 	}
 	return nil
+}
+
+// securityHeaders adds, to every response of the live page (error pages
+// included), the headers that keep it from being framed, sniffed or
+// leaking its URL: the page's own Content-Security-Policy gains
+// frame-ancestors 'none' (a page with none gets default-src 'none').
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&headerWriter{ResponseWriter: w}, r)
+	})
+}
+
+type headerWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+// WriteHeader sets the headers last, after the page set its own.
+func (w *headerWriter) WriteHeader(code int) {
+	if !w.done {
+		w.done = true
+		h := w.Header()
+		csp := h.Get("Content-Security-Policy")
+		if csp == "" {
+			csp = "default-src 'none'"
+		}
+		if !strings.Contains(csp, "frame-ancestors") {
+			csp += "; frame-ancestors 'none'"
+		}
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY") // for browsers without frame-ancestors
+		h.Set("Referrer-Policy", "no-referrer")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
 }

@@ -8,4 +8,5 @@ package tools
 import (
 	_ "go.etcd.io/etcd/server/v3"            // etcd (server/v3's root package is main in v3.6.x)
 	_ "k8s.io/kubernetes/cmd/kube-apiserver" // kube-apiserver
+	_ "k8s.io/kubernetes/cmd/kubectl"        // kubectl, for the e2e tests of the kubectl plugin and printer columns
 )

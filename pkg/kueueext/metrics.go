@@ -46,6 +46,10 @@ var (
 		Name: "planner_deactivations_total",
 		Help: "Workloads the planner deactivated (spec.active=false) by the policy's stop action.",
 	})
+	metricGPUHoursSaved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_gpu_hours_saved_total",
+		Help: "GPU-hours the policy's stop action saved, as estimated when the planner deactivated a Workload (its GPUs times the time the job still planned to run, docs/policy.md).",
+	})
 	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "planner_nudges_total",
 		Help: "Waiting Workloads woken after the planner lowered an admitted Workload's boost.",
@@ -85,7 +89,7 @@ func RegisterMetrics() {
 	registerOnce.Do(func() {
 		ctrlmetrics.Registry.MustRegister(
 			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricUpdateToDecision,
-			metricDecisions, metricBoostChanges, metricDeactivations, metricNudges,
+			metricDecisions, metricBoostChanges, metricDeactivations, metricGPUHoursSaved, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 			metricKueueClockAhead, metricFutureTimes,
 		)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -48,11 +49,28 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
+// ManagerOption changes the manager's options beyond the config.
+type ManagerOption func(*ctrl.Options)
+
+// WithSecureMetrics serves the metrics endpoint over HTTPS, every request
+// authenticated (TokenReview) and authorized (SubjectAccessReview: get on
+// the non-resource URL /metrics) by the API server, as Kueue does; the
+// planner then needs create on tokenreviews and subjectaccessreviews
+// (config/rbac). certDir holds tls.crt and tls.key; empty: a self-signed
+// certificate is generated in memory at start.
+func WithSecureMetrics(certDir string) ManagerOption {
+	return func(o *ctrl.Options) {
+		o.Metrics.SecureServing = true
+		o.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.Metrics.CertDir = certDir
+	}
+}
+
 // NewManager creates the controller-runtime manager `planner run` uses:
 // leader election, the metrics endpoint and /healthz and /readyz, all from
 // the config. The cache keeps managedFields only for Workloads (the
 // planner reads the boost annotation's owner from them).
-func NewManager(rc *rest.Config, cfg plannerconfig.Config) (manager.Manager, error) {
+func NewManager(rc *rest.Config, cfg plannerconfig.Config, mopts ...ManagerOption) (manager.Manager, error) {
 	le := cfg.LeaderElection
 	opts := ctrl.Options{
 		Scheme:                        NewScheme(),
@@ -66,6 +84,9 @@ func NewManager(rc *rest.Config, cfg plannerconfig.Config) (manager.Manager, err
 		RenewDeadline:                 ptr.To(le.RenewDeadline.Duration),
 		RetryPeriod:                   ptr.To(le.RetryPeriod.Duration),
 		Cache:                         cache.Options{DefaultTransform: stripManagedFieldsExceptWorkloads},
+	}
+	for _, o := range mopts {
+		o(&opts)
 	}
 	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {

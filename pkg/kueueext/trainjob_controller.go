@@ -899,6 +899,7 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 			return fmt.Errorf("deactivate Workload %s: %w", wl.Name, err)
 		}
 		metricDeactivations.Inc()
+		metricGPUHoursSaved.Add(max(d.GPUHoursSaved, 0))
 		t := metav1.NewTime(now.UTC().Truncate(time.Second))
 		st.work.DeactivatedTime, st.work.LastPlannerEvictionTime = &t, &t
 		note := fmt.Sprintf("stopped: Workload %s set to spec.active=false; saves %.1f GPU-hours: %s", wl.Name, d.GPUHoursSaved, d.Reason)

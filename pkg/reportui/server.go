@@ -40,6 +40,9 @@ type Options struct {
 	Log   logr.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Wrap, when set, wraps the page's handler (planner run adds its
+	// security headers there).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Server builds and serves the page.
@@ -176,7 +179,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("report page: listen %s: %w", addr, err)
 	}
 	s.bound <- ln.Addr().String()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	var h http.Handler = s
+	if s.opt.Wrap != nil {
+		h = s.opt.Wrap(s)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		t := time.NewTicker(s.opt.Refresh)
 		defer t.Stop()

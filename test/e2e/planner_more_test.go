@@ -51,9 +51,9 @@ import (
 // returns a client that knows the planner's types (as the administrator)
 // and an idempotent stop.
 func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg plannerconfig.Config,
-	startTimeout time.Duration) (client.Client, func()) {
+	startTimeout time.Duration, mopts ...kueueext.ManagerOption) (client.Client, func()) {
 	t.Helper()
-	mgr, err := kueueext.NewManager(rc, cfg)
+	mgr, err := kueueext.NewManager(rc, cfg, mopts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,6 +263,12 @@ func TestLivePageInBrowser(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s: %d, want 405", url, resp.StatusCode)
 	}
+	// Every response, refusals included, carries planner run's security
+	// headers (docs/report.md).
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("POST %s: security headers missing: %v", url, resp.Header)
+	}
 	// Served on loopback (above), refused from this machine's other
 	// addresses.
 	refusedOffLoopback(t, port)
