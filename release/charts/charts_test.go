@@ -36,6 +36,7 @@ var renders = []struct {
 	{"progress-planner-custom.yaml", "progress-planner", "planner", "ml-platform", "testdata/values-custom.yaml"},
 	{"progress-planner-monitoring.yaml", "progress-planner", "progress-planner", "progress-planner-system", "testdata/values-monitoring.yaml"},
 	{"planner-scheduler-default.yaml", "planner-scheduler", "planner-scheduler", "kube-system", ""},
+	{"planner-scheduler-coscheduling.yaml", "planner-scheduler", "planner-scheduler", "kube-system", "../../charts/planner-scheduler/values-coscheduling.yaml"},
 }
 
 func chartDir(name string) string { return filepath.Join("..", "..", "charts", name) }
@@ -316,4 +317,49 @@ func readYAML(t *testing.T, file string) map[string]any {
 		t.Fatalf("%s: %d objects", file, len(objs))
 	}
 	return objs[0]
+}
+
+// TestSchedulerCoschedulingPreset: the chart's Coscheduling preset renders
+// the profile config/scheduler ships for ProgressAware + Coscheduling
+// (plugins, their order and Coscheduling's args), so the two cannot drift.
+func TestSchedulerCoschedulingPreset(t *testing.T) {
+	vals := readValues(t, "../../charts/planner-scheduler/values-coscheduling.yaml")
+	objs := objects(t, Render(t, chartDir("planner-scheduler"), "planner-scheduler", "kube-system", vals))
+	cm := find(objs, "ConfigMap", "-config")
+	if cm == nil {
+		t.Fatal("no scheduler config ConfigMap")
+	}
+	var rendered map[string]any
+	if err := yaml.Unmarshal([]byte(path(cm, "data", "scheduler-config.yaml").(string)), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	shipped := readYAML(t, "../../config/scheduler/scheduler-config-coscheduling.yaml")
+	profile := func(c map[string]any) map[string]any { return c["profiles"].([]any)[0].(map[string]any) }
+	if got, want := profile(rendered)["plugins"], profile(shipped)["plugins"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("plugins differ from config/scheduler:\n%v\n%v", got, want)
+	}
+	args := func(c map[string]any, name string) any {
+		for _, pc := range profile(c)["pluginConfig"].([]any) {
+			if m := pc.(map[string]any); m["name"] == name {
+				return m["args"]
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"ProgressAware", "Coscheduling"} {
+		if got, want := args(rendered, name), args(shipped, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s args %v, config/scheduler has %v", name, got, want)
+		}
+	}
+	role := find(objs, "ClusterRole", "-progressforecasts")
+	b, err := os.ReadFile("../../config/scheduler/rbac-scheduler-plugins.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shippedRole := find(objects(t, string(b)), "ClusterRole", "")
+	for _, rule := range shippedRole["rules"].([]any) {
+		if !containsRule(role["rules"].([]any), rule) {
+			t.Errorf("the chart's ClusterRole lacks the shipped rule %v", rule)
+		}
+	}
 }
