@@ -30,8 +30,10 @@ import (
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/trainjob"
 )
 
-// setFeatureGates turns Kueue's PriorityBoost gate on (plus any extra gates)
-// in this process's default feature gate, which Kueue reads.
+// setFeatureGates turns Kueue's PriorityBoost gate on (unless extra turns
+// it off) plus any extra gates in this process's default feature gate,
+// which Kueue reads. The gate is process-global: every Start sets it again,
+// so a test that turns it off does not leak into the next control plane.
 func setFeatureGates(extra map[string]bool) error {
 	gates := map[string]bool{string(features.PriorityBoost): true}
 	for k, v := range extra {
@@ -40,8 +42,8 @@ func setFeatureGates(extra map[string]bool) error {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		return fmt.Errorf("setting Kueue feature gates %v: %w", gates, err)
 	}
-	if !features.Enabled(features.PriorityBoost) {
-		return fmt.Errorf("Kueue feature gate %s is off after enabling it", features.PriorityBoost)
+	if want := gates[string(features.PriorityBoost)]; features.Enabled(features.PriorityBoost) != want {
+		return fmt.Errorf("Kueue feature gate %s is not %v after setting it", features.PriorityBoost, want)
 	}
 	return nil
 }

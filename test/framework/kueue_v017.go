@@ -35,7 +35,12 @@ const (
 	// KubernetesVersion and EtcdVersion: the kube-apiserver and etcd this
 	// pair is tested on (hack/testbin-k8s-v1.35, K8S=v1.35.4 make testbins).
 	KubernetesVersion = "v1.35.4"
-	EtcdVersion       = "v3.6.5"
+	// RespellWakes: re-writing a waiting Workload's boost in another
+	// spelling ("0" for none) makes Kueue retry it (measured by
+	// TestLoweredBoostNeedsNudge; from v0.18 SchedulingEquivalenceHashing
+	// keeps it inadmissible while its effective priority is unchanged).
+	RespellWakes = true
+	EtcdVersion  = "v3.6.5"
 )
 
 // wireKueue adds Kueue v0.17.0's caches, indexes, controllers, webhooks and

@@ -36,7 +36,12 @@ const (
 	// KubernetesVersion and EtcdVersion: the kube-apiserver and etcd built
 	// by hack/build-testbins.sh from hack/testbin (make testbins).
 	KubernetesVersion = "v1.36.3"
-	EtcdVersion       = "v3.6.8"
+	// RespellWakes: re-writing a waiting Workload's boost in another
+	// spelling ("0" for none) makes Kueue retry it (measured by
+	// TestLoweredBoostNeedsNudge; from v0.18 SchedulingEquivalenceHashing
+	// keeps it inadmissible while its effective priority is unchanged).
+	RespellWakes = false
+	EtcdVersion  = "v3.6.8"
 )
 
 // wireKueue adds Kueue v0.19.2's caches, indexes, controllers, webhooks and
