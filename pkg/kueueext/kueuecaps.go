@@ -94,7 +94,12 @@ func (g kueueGeneration) wakeStyle() wakeStyle {
 
 // boostProbeInterval is how long a PriorityBoost probe result is trusted:
 // the gate changes only when Kueue restarts with another configuration.
-const boostProbeInterval = 5 * time.Minute
+// boostProbeRetry spaces the probes while none has succeeded, so that a
+// probe that keeps failing does not cost an API call per reconcile.
+const (
+	boostProbeInterval = 5 * time.Minute
+	boostProbeRetry    = 30 * time.Second
+)
 
 // probeValue is the invalid boost the dry-run probe sets.
 const probeValue = "planner-probe"
@@ -120,14 +125,19 @@ func newKueueCaps(c client.Client) *kueueCaps {
 }
 
 // boostGate returns the PriorityBoost gate's state, probing on wl when the
-// last result is older than boostProbeInterval. A failed probe keeps the
-// previous result (and is retried on the next call).
+// last result is older than boostProbeInterval (boostProbeRetry while it is
+// unknown). A failed probe keeps the previous result.
 func (k *kueueCaps) boostGate(ctx context.Context, wl *kueue.Workload, now time.Time) gateState {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gate != gateUnknown && now.Sub(k.probedAt) < boostProbeInterval {
+	wait := boostProbeInterval
+	if k.gate == gateUnknown {
+		wait = boostProbeRetry
+	}
+	if !k.probedAt.IsZero() && now.Sub(k.probedAt) < wait {
 		return k.gate
 	}
+	k.probedAt = now
 	g, err := k.probe(ctx, wl)
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "probing Kueue's PriorityBoost feature gate", "workload", wl.Namespace+"/"+wl.Name)
@@ -137,7 +147,7 @@ func (k *kueueCaps) boostGate(ctx context.Context, wl *kueue.Workload, now time.
 		logr.FromContextOrDiscard(ctx).Info("Kueue PriorityBoost feature gate detected", "priorityBoost", g.String(),
 			"kueueAPI", string(k.gen), "workload", wl.Namespace+"/"+wl.Name)
 	}
-	k.gate, k.probedAt = g, now
+	k.gate = g
 	setKueueMetrics(k.gate, k.gen)
 	return g
 }

@@ -90,9 +90,9 @@ func TestPlannerDetectsKueue(t *testing.T) {
 	if _, err := framework.Poll(ctx, 30*time.Second, func(context.Context) (bool, error) {
 		return gaugeValueOK(want, "planner_kueue_info") == 1, nil
 	}); err != nil {
-		t.Fatalf("Kueue %s: planner_kueue_info%v not 1: %v", framework.KueueVersion, want, err)
+		t.Fatalf("Kueue %s: planner_kueue_info %v not 1: %v", framework.KueueVersion, want, err)
 	}
-	t.Logf("Kueue %s: planner_kueue_info%v = 1", framework.KueueVersion, want)
+	t.Logf("Kueue %s: planner_kueue_info %v = 1", framework.KueueVersion, want)
 }
 
 // gaugeValue reads a gauge of the planner's metrics (this process's
