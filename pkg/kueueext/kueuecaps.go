@@ -76,10 +76,11 @@ const (
 	// not the spelling) was found not to fit among the inadmissible ones.
 	wakeRespell wakeStyle = "respell"
 	// wakeDip lowers the waiting Workload's boost by one and at once
-	// restores it: the effective priority changes, so does the hash, and
-	// Kueue moves the Workload back into the heap; the restore follows
-	// before it is scheduled in practice. A dip can only make the Workload
-	// less eligible for the moment, never let it preempt something new.
+	// restores the priority (absent → "-1" → "0"): the effective priority
+	// changes, so does the hash, and Kueue moves the Workload back into the
+	// heap; the restore follows before it is scheduled in practice. A dip
+	// can only make the Workload less eligible for the moment, never let it
+	// preempt something new.
 	// Works on v0.17 and v0.19 (measured); used when the generation is
 	// unknown.
 	wakeDip wakeStyle = "dip"

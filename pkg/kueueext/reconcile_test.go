@@ -334,9 +334,10 @@ func TestReconcilePlateauYields(t *testing.T) {
 		t.Error("the planner does not own A's boost annotation")
 	}
 	// B waits in the same ClusterQueue: woken by a dip of its boost (the
-	// Kueue generation is unknown here), restored at once: absent again.
-	if got, ok := f.workload(wlB.Name).Annotations[AnnotationPriorityBoost]; ok {
-		t.Errorf("B's boost annotation %q after the dip, want it absent again", got)
+	// Kueue generation is unknown here), restored at once to the same
+	// priority: "0".
+	if got, ok := f.workload(wlB.Name).Annotations[AnnotationPriorityBoost]; !ok || got != "0" {
+		t.Errorf("B's boost annotation %q (set %v) after the dip, want 0", got, ok)
 	}
 	if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 2 || !strings.Contains(ev[0].note, "priority boost -100 (was +0)") ||
 		!strings.Contains(ev[0].note, "woke 1 waiting Workload") {
@@ -879,7 +880,7 @@ func TestDipValues(t *testing.T) {
 		dip, restore string
 		ok           bool
 	}{
-		{"", false, "-1", "", true},
+		{"", false, "-1", "0", true},
 		{"0", true, "-1", "0", true},
 		{"+50", true, "49", "+50", true},
 		{"-100", true, "-101", "-100", true},

@@ -291,12 +291,13 @@ func nudgeValue(current string, set bool) string {
 }
 
 // dipValues returns the boost one below the current one (the dip) and the
-// value that restores the current state ("" when the annotation was absent:
-// the planner's apply then drops the field again). ok is false when the
+// value that restores the current priority: the current string, or "0" when
+// the annotation was absent (not a removal: Kueue's status writes co-own
+// the annotation and would keep the dip, see setBoost). ok is false when the
 // current value is not an integer or is the lowest one.
 func dipValues(current string, set bool) (dip, restore string, ok bool) {
 	if !set || strings.TrimSpace(current) == "" {
-		return "-1", "", true
+		return "-1", "0", true
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(current), 10, 32)
 	if err != nil || v == math.MinInt32 {
@@ -531,12 +532,15 @@ func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except
 			return res, fmt.Errorf("nudge %s: %w", key, err)
 		}
 		if dip {
-			// Restore at once. Not forced: if another writer took the
-			// annotation in between, its value stands.
+			// Restore at once, forced and without a resourceVersion: Kueue
+			// may have written the Workload's status in between (its status
+			// writes co-own the annotation), and a Workload left at the dip
+			// would wait one priority lower. What is lost is a write by
+			// someone else within these few milliseconds.
 			u := workloadApply(wl.Name, wl.Namespace, wl.UID, "", restore)
-			if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager)); err != nil &&
-				!apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				return res, fmt.Errorf("nudge %s: restoring boost %q after the dip to %s: %w", key, cur, first, err)
+			if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil &&
+				!apierrors.IsNotFound(err) {
+				return res, fmt.Errorf("nudge %s: restoring boost %q after the dip to %s: %w", key, restore, first, err)
 			}
 		}
 		res.Nudged = append(res.Nudged, key)
