@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
 FUZZMINIMIZE ?= 2s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-compat capacity-backtest
+.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -61,6 +61,9 @@ e2e-compat: ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, Kubernetes v1.35
 	GOFLAGS=$(COMPAT_GOFLAGS) $(GO) vet -tags $(COMPAT_TAGS) ./pkg/... ./test/...
 	env -u PLANNER_TESTBIN GOFLAGS=$(COMPAT_GOFLAGS) $(GO) test -tags $(COMPAT_TAGS) -count=1 -timeout 20m -run '$(COMPAT_RUN)' ./test/e2e/
 
+screenshots: testbins chromium ## Regenerate docs/img/report.png and docs/img/live.png: the browser layout tests' screenshots at 1280 px (docs/report.md).
+	PLANNER_SCREENSHOT_DIR=$(CURDIR)/docs/img $(GO) test -tags e2e -count=1 -run 'TestReportLayoutInBrowser|TestLivePageInBrowser' ./test/e2e
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -69,12 +72,13 @@ bench: ## Benchmarks, benchstat-friendly: make bench COUNT=10 > new.txt
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./pkg/...
 
 fuzz: ## Run each fuzz target for FUZZTIME.
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
-	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzReadHistoryFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzReadPhillyTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAlibabaTrace$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScenario$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./simulator
-	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
+	$(GO) test -run '^$$' -fuzz '^FuzzFitUntrustedHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/preempt
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/progress-planner/planner/examples"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/synth"
 )
 
@@ -54,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, f := range files {
 		b, _ := fs.ReadFile(examples.FS, f)
-		h, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+		h, err := progress.ReadHistoryFile(bytes.NewReader(b))
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -63,7 +63,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s: header name %q", f, h.Header.Name)
 		}
 		var out bytes.Buffer
-		if err := forecast.WriteHistoryFile(&out, h); err != nil {
+		if err := progress.WriteHistoryFile(&out, h); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(out.Bytes(), b) {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/progress-planner/planner/internal/queueorder"
 )
 
 // The cluster follows Kueue's semantics for one resource (GPUs), as small
@@ -171,16 +173,10 @@ func (q *clusterQueue) free() int {
 	return int(max(0, min(f, math.MaxInt32)))
 }
 
-// orderRule: effective priority desc, arrival asc, id asc.
+// orderRule: Kueue's queue order (queueorder.Compare), with the arrival
+// as the queue-order time and the id as the key.
 func queueBefore(a, b *jobState) bool {
-	ea, eb := a.effective(), b.effective()
-	if ea != eb {
-		return ea > eb
-	}
-	if a.Arrival != b.Arrival {
-		return a.Arrival < b.Arrival
-	}
-	return a.ID < b.ID
+	return queueorder.Compare(int32(a.effective()), int32(b.effective()), a.Arrival, b.Arrival, a.ID, b.ID) < 0
 }
 
 func (q *clusterQueue) addPending(j *jobState) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // job builds a job with a curve that never plateaus (onset 1).
@@ -401,7 +401,7 @@ func TestFirstReportCarriesTheFirstEvaluation(t *testing.T) {
 		{"late first evaluation", 0.05, 20 * 3600, 720, math.NaN()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize},
+			c := &Curve{Objective: progress.Objective{Metric: "eval_loss", Direction: progress.Minimize},
 				X: []float64{tc.firstX, 0.5, 1}, V: []float64{9, 2, 1}}
 			c.finish(c.V)
 			j := &Job{Name: "a", Queue: "q", GPUs: 1, Duration: tc.duration, TotalSteps: 1000, Curve: c}

@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/progress-planner/planner/pkg/forecast"
-	"github.com/progress-planner/planner/pkg/synth"
-
 	"github.com/progress-planner/planner/internal/splitmix"
+	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/synth"
 )
 
 // PlateauEpsilon is the ground truth's plateau definition, the forecast's
@@ -28,7 +27,7 @@ const PlateauEpsilon = 0.01
 // fraction, so a curve scales to any job duration.
 type Curve struct {
 	Name      string             `json:"name"`
-	Objective forecast.Objective `json:"objective"`
+	Objective progress.Objective `json:"objective"`
 	X         []float64          `json:"x"`
 	V         []float64          `json:"v"` // NaN: a non-finite report (divergence)
 	// SourceSeconds is the recorded run's duration (0 for families).
@@ -119,7 +118,7 @@ func (c *Curve) finish(truthValues []float64) {
 // CurveFromHistory turns a progress-history file into a curve: the
 // objective's distinct observations at t / endSeconds. It fails when the
 // file names no objective or has fewer than three finite observations.
-func CurveFromHistory(f *forecast.HistoryFile) (*Curve, error) {
+func CurveFromHistory(f *progress.HistoryFile) (*Curve, error) {
 	obj, ok := f.Header.ObjectiveSpec()
 	if !ok {
 		return nil, fmt.Errorf("%s: no objective in the header", f.Header.Name)
@@ -140,7 +139,7 @@ func CurveFromHistory(f *forecast.HistoryFile) (*Curve, error) {
 	finite := 0
 	for _, r := range f.Reports {
 		for _, m := range r.TrainerStatus.Metrics {
-			if forecast.CanonicalMetric(m.Name) != obj.Metric || m.Value == prev {
+			if progress.CanonicalMetric(m.Name) != obj.Metric || m.Value == prev {
 				continue
 			}
 			prev = m.Value
@@ -224,7 +223,7 @@ func LoadCurves(dir string) (*CurveSet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("curves: %w", err)
 		}
-		f, err := forecast.ReadHistoryFile(fh)
+		f, err := progress.ReadHistoryFile(fh)
 		fh.Close()
 		if err != nil {
 			return nil, fmt.Errorf("curves: %s: %w", p, err)
@@ -313,7 +312,7 @@ func (f Families) FamilyCurve(name string, r *rng) *Curve {
 		sc.R = (2 + 18*r.Float64()) / steps
 		sc.Alpha = 0.3 + 0.4*r.Float64()
 	}
-	c := &Curve{Name: name + "/" + sc.Family, Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
+	c := &Curve{Name: name + "/" + sc.Family, Objective: progress.Objective{Metric: "eval_loss", Direction: progress.Minimize}}
 	clean := make([]float64, f.Points)
 	for i := range f.Points {
 		x := float64(i+1) / float64(f.Points)

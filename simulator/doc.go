@@ -9,7 +9,7 @@
 //
 //   - kueue: Kueue alone, no boosts;
 //   - planner: every running job reports into its own bounded
-//     forecast.History; at a bounded cadence the job is forecast with
+//     progress.History; at a bounded cadence the job is forecast with
 //     forecast.Fit and decided with preempt.Decide (the controller's code,
 //     no copy), the Decision's boost becomes its effective priority and its
 //     Deactivate stops it;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Input is a resolved scenario: the queues and the jobs (curves attached).
@@ -38,7 +39,7 @@ type Options struct {
 	Deactivate bool
 	// Forecast settings and the bound of each job's history.
 	Forecast forecast.Settings
-	History  forecast.Limits
+	History  progress.Limits
 	Cadence  Cadence
 	LAS      LASConfig
 	// Checkpoint is the default running time between checkpoints.
@@ -79,7 +80,7 @@ func DefaultOptions() Options {
 	return Options{
 		Policy:        preempt.DefaultPolicy(),
 		Forecast:      forecast.DefaultSettings(),
-		History:       forecast.DefaultLimits(),
+		History:       progress.DefaultLimits(),
 		Cadence:       DefaultCadence(),
 		LAS:           DefaultLAS(),
 		Checkpoint:    1800,
@@ -183,7 +184,7 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 		if policyName == PolicyPlanner {
 			lim := opt.History
 			lim.KeepMetrics = []string{j.Curve.Objective.Metric}
-			s.hist = forecast.NewHistory(lim)
+			s.hist = progress.NewHistory(lim)
 		}
 		e.jobs = append(e.jobs, s)
 		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
@@ -423,14 +424,14 @@ func (e *engine) feedReports(j *jobState, t float64) {
 		x := w / j.Duration
 		pct := math.Min(math.Floor(x*100), 99)
 		eta := math.Round(j.Duration - w)
-		st := forecast.TrainerStatus{ProgressPercentage: &pct, EstimatedRemainingSeconds: &eta}
-		ms := make([]forecast.MetricValue, 0, 3)
+		st := progress.TrainerStatus{ProgressPercentage: &pct, EstimatedRemainingSeconds: &eta}
+		ms := make([]progress.MetricValue, 0, 3)
 		if v, ok := j.Curve.At(x); ok {
-			ms = append(ms, forecast.MetricValue{Name: metric, Value: fmtMetric(v)})
+			ms = append(ms, progress.MetricValue{Name: metric, Value: fmtMetric(v)})
 		}
 		ms = append(ms,
-			forecast.MetricValue{Name: "current_step", Value: strconv.FormatFloat(math.Floor(x*j.TotalSteps), 'f', 0, 64)},
-			forecast.MetricValue{Name: "total_steps", Value: total})
+			progress.MetricValue{Name: "current_step", Value: strconv.FormatFloat(math.Floor(x*j.TotalSteps), 'f', 0, 64)},
+			progress.MetricValue{Name: "total_steps", Value: total})
 		st.Metrics = ms
 		j.hist.Observe(j.nextReport, st)
 		e.stats.reports++

@@ -3,8 +3,9 @@ package simulator
 import (
 	"math"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Job is one training job of a scenario: what the simulator is given, never
@@ -69,7 +70,7 @@ type jobState struct {
 
 	boost    int32 // the boost applied (kueue.x-k8s.io/priority-boost)
 	decision preempt.Decision
-	hist     *forecast.History
+	hist     *progress.History
 	// nextReport is when the job sends its next report (running only).
 	nextReport     float64
 	reportEvery    float64
@@ -121,11 +122,9 @@ func newJobState(j *Job) *jobState {
 	return &jobState{Job: j, firstAdmit: math.NaN(), end: math.NaN(), lastForecast: math.NaN(), runIdx: -1}
 }
 
-// effective is base priority + boost, saturated to int32 (as Kueue adds
-// the priority-boost annotation).
+// effective is the job's effective priority (queueorder.EffectivePriority).
 func (j *jobState) effective() int64 {
-	s := int64(j.Priority) + int64(j.boost)
-	return max(math.MinInt32, min(math.MaxInt32, s))
+	return int64(queueorder.EffectivePriority(j.Priority, j.boost))
 }
 
 // workAt is the job's progress (running seconds) at time t.

@@ -4,8 +4,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,8 +15,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Scenario is a simulation set-up, read from YAML (ParseScenario). Its jobs
@@ -200,17 +202,21 @@ func parseSeconds(str string) (float64, error) {
 //go:embed default.yaml
 var defaultScenarioYAML []byte
 
-// DefaultScenario is the embedded built-in scenario (default.yaml).
+// DefaultScenario is the embedded built-in scenario (default.yaml), its
+// description generated from its parameters (Describe).
 func DefaultScenario() *Scenario {
 	s, err := ParseScenario(defaultScenarioYAML)
 	if err != nil {
 		panic("simulator: embedded default.yaml: " + err.Error())
 	}
+	s.Description = s.Describe()
 	return s
 }
 
-// DefaultScenarioYAML is the embedded scenario's text.
-func DefaultScenarioYAML() []byte { return append([]byte(nil), defaultScenarioYAML...) }
+// DefaultScenarioYAML is the embedded scenario's text (what
+// --print-default prints), with its description generated from its
+// parameters: a hand-written one went stale when the parameters changed.
+func DefaultScenarioYAML() []byte { return withDescription(defaultScenarioYAML, DefaultScenario()) }
 
 // ParseScenario reads a YAML (or JSON) scenario; unknown fields are errors.
 func ParseScenario(data []byte) (*Scenario, error) {
@@ -237,7 +243,31 @@ func LoadScenario(path string) (*Scenario, error) {
 	return s, nil
 }
 
+// validate runs scenarioChecks in order; the first problem is the error.
 func (s *Scenario) validate() error {
+	for _, check := range scenarioChecks {
+		if err := check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scenarioChecks are validate's checks, in order: the one source of jobs
+// first, then each part of the scenario as it appears in the file.
+var scenarioChecks = [...]func(*Scenario) error{
+	(*Scenario).checkSource,
+	(*Scenario).checkJobs,
+	(*Scenario).checkQueues,
+	(*Scenario).checkPriorities,
+	(*Scenario).checkFamilies,
+	(*Scenario).checkGenerate,
+	(*Scenario).checkTrace,
+	(*Scenario).checkPolicy,
+}
+
+// checkSource: exactly one of jobs, trace and generate.
+func (s *Scenario) checkSource() error {
 	sources := 0
 	if len(s.Jobs) > 0 {
 		sources++
@@ -251,6 +281,12 @@ func (s *Scenario) validate() error {
 	if sources != 1 {
 		return fmt.Errorf("scenario %q: give exactly one of jobs, trace, generate (got %d)", s.Name, sources)
 	}
+	return nil
+}
+
+// checkJobs: at most MaxJobs, each with GPUs, a total within
+// maxTotalSteps and a finite, non-negative plateau fraction.
+func (s *Scenario) checkJobs() error {
 	if len(s.Jobs) > MaxJobs {
 		return fmt.Errorf("scenario: %d jobs: at most %d", len(s.Jobs), MaxJobs)
 	}
@@ -265,6 +301,12 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("scenario: jobs[%d].plateauAt %g: must be a finite run fraction >= 0", i, j.PlateauAt)
 		}
 	}
+	return nil
+}
+
+// checkQueues: GPU counts and borrowing limits within range, at most
+// MaxGPUs in all.
+func (s *Scenario) checkQueues() error {
 	capacity := 0
 	for i, q := range s.Queues {
 		if err := checkGPUs(fmt.Sprintf("scenario: queues[%d].gpus", i), q.GPUs, 0); err != nil {
@@ -279,6 +321,11 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("scenario: the queues hold %d GPUs or more: at most %d", capacity, MaxGPUs)
 		}
 	}
+	return nil
+}
+
+// checkPriorities: finite, non-negative shares that add up to more than 0.
+func (s *Scenario) checkPriorities() error {
 	total := 0.0
 	for i, p := range s.Priorities {
 		if !(p.Share >= 0) || math.IsInf(p.Share, 0) {
@@ -289,40 +336,64 @@ func (s *Scenario) validate() error {
 	if len(s.Priorities) > 0 && !(total > 0) {
 		return fmt.Errorf("scenario: the priority shares add up to 0")
 	}
-	if s.Families != nil {
-		if err := s.Families.validate(); err != nil {
-			return err
-		}
+	return nil
+}
+
+// checkFamilies: the curve families, when given.
+func (s *Scenario) checkFamilies() error {
+	if s.Families == nil {
+		return nil
 	}
-	if g := s.Generate; g != nil {
-		if err := g.validate(); err != nil {
-			return err
-		}
-		if len(s.Queues) == 0 {
-			return fmt.Errorf("scenario: generate needs queues")
-		}
+	return s.Families.validate()
+}
+
+// checkGenerate: a valid generator, which needs queues to fill.
+func (s *Scenario) checkGenerate() error {
+	g := s.Generate
+	if g == nil {
+		return nil
 	}
-	if t := s.Trace; t != nil {
-		if t.Path == "" {
-			return fmt.Errorf("scenario: trace.path is empty")
-		}
-		if t.Format != FormatPhilly && t.Format != FormatAlibaba {
-			return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
-		}
-		if t.Limit < 0 || t.Limit > MaxJobs {
-			return fmt.Errorf("scenario: trace.limit %d: must be in [0, %d]", t.Limit, MaxJobs)
-		}
-		if err := checkGPUs("scenario: trace.clusterGPUs", t.ClusterGPUs, 0); err != nil {
-			return err
-		}
-		if !(t.TargetLoad >= 0 && t.TargetLoad <= 10) {
-			return fmt.Errorf("scenario: trace.targetLoad %g: must be in [0, 10]", t.TargetLoad)
-		}
+	if err := g.validate(); err != nil {
+		return err
 	}
-	if len(s.Policy) > 0 {
-		if _, err := preempt.ParsePolicy(s.Policy); err != nil {
-			return fmt.Errorf("scenario: %w", err)
-		}
+	if len(s.Queues) == 0 {
+		return fmt.Errorf("scenario: generate needs queues")
+	}
+	return nil
+}
+
+// checkTrace: a path, a known format, a limit within MaxJobs, a cluster
+// size within range and a target load in [0, 10].
+func (s *Scenario) checkTrace() error {
+	t := s.Trace
+	if t == nil {
+		return nil
+	}
+	if t.Path == "" {
+		return fmt.Errorf("scenario: trace.path is empty")
+	}
+	if t.Format != FormatPhilly && t.Format != FormatAlibaba {
+		return fmt.Errorf("scenario: trace.format %q: want %s or %s", t.Format, FormatPhilly, FormatAlibaba)
+	}
+	if t.Limit < 0 || t.Limit > MaxJobs {
+		return fmt.Errorf("scenario: trace.limit %d: must be in [0, %d]", t.Limit, MaxJobs)
+	}
+	if err := checkGPUs("scenario: trace.clusterGPUs", t.ClusterGPUs, 0); err != nil {
+		return err
+	}
+	if !(t.TargetLoad >= 0 && t.TargetLoad <= 10) {
+		return fmt.Errorf("scenario: trace.targetLoad %g: must be in [0, 10]", t.TargetLoad)
+	}
+	return nil
+}
+
+// checkPolicy: the policy section, when given, parses and is valid.
+func (s *Scenario) checkPolicy() error {
+	if len(s.Policy) == 0 {
+		return nil
+	}
+	if _, err := preempt.ParsePolicy(s.Policy); err != nil {
+		return fmt.Errorf("scenario: %w", err)
 	}
 	return nil
 }
@@ -462,8 +533,9 @@ func (s *Scenario) Resolve() (*Input, error) {
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
 			curves.Count(), curves.Dir, strings.Join(DurationClassNames, " "), classCounts(curves)))
-		for reason, n := range curves.Skipped {
-			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", n, reason))
+		// Sorted: the output is deterministic, map order is not.
+		for _, reason := range slices.Sorted(maps.Keys(curves.Skipped)) {
+			in.Notes = append(in.Notes, fmt.Sprintf("curves: skipped %d files (%s)", curves.Skipped[reason], reason))
 		}
 	}
 	switch {
@@ -530,7 +602,7 @@ func (js JobSpec) job(i int) (*Job, error) {
 // improves until the end.
 func SimpleCurve(plateauAt float64) *Curve {
 	const points = 100
-	c := &Curve{Objective: forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize}}
+	c := &Curve{Objective: progress.Objective{Metric: "eval_loss", Direction: progress.Minimize}}
 	vals := make([]float64, points)
 	for i := range points {
 		x := float64(i+1) / points

@@ -190,7 +190,7 @@ func TestReports(t *testing.T) {
 	}
 	html := h.String()
 	plots, _ := c.Plots()
-	if n := strings.Count(html, "<svg"); n != len(plots) || n != 2*len(c.Results) {
+	if n := strings.Count(html, `<svg class="chart"`); n != len(plots) || n != 2*len(c.Results) {
 		t.Errorf("HTML has %d <svg>, want one per plot (%d)", n, len(plots))
 	}
 	if strings.Contains(html, "<?xml") || strings.Contains(html, "src=\"http") || strings.Contains(html, "href=\"http") {

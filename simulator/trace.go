@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -76,15 +75,49 @@ func ReadTraceFile(path, format string, limit int) (*Trace, error) {
 // GPUs, never scheduled) are skipped and counted. Every number is checked
 // against MaxGPUs and MaxSeconds.
 //
-// limit > 0 keeps the limit earliest submissions (ties: file order) in a
-// bounded heap, so memory is O(limit) whatever the trace's size; traces
-// are not sorted (philly.csv has 44,879 rows earlier than the row before),
-// so the whole file is still scanned. limit 0 keeps every usable row, at
-// most MaxJobs.
+// limit > 0 keeps the first limit usable rows of the file, in file order,
+// and stops reading there: time and memory are O(limit) whatever the
+// trace's size, and rows after them are never read (nor checked). The
+// kept rows are then sorted by submission as usual. They are the limit
+// earliest submissions only when the file is sorted by submission: the
+// Alibaba pod list is; the Pollux philly.csv is not (44,879 of its 82,247
+// rows are earlier than the row before; none of its first 1,000 rows is
+// among its 1,000 earliest). limit 0 keeps every usable row, at most
+// MaxJobs.
 func ReadTrace(r io.Reader, format string, limit int) (*Trace, error) {
 	if limit < 0 || limit > MaxJobs {
 		return nil, fmt.Errorf("trace limit %d: must be in [0, %d]", limit, MaxJobs)
 	}
+	tr, err := newTraceReader(r, format)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trace{Format: format, Skipped: map[string]int{}}
+	rows, err := tr.usableRows(limit, t.Skipped)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("trace has no usable job (%d rows read%s)", tr.line-1, skippedText(t.Skipped))
+	}
+	if t.Jobs, err = arrivals(rows); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// traceReader reads a trace's rows after its header.
+type traceReader struct {
+	cr     *csv.Reader
+	format string
+	header []string
+	cols   map[string]int // column index by (trimmed) header name
+	line   int            // the line of the latest row read
+}
+
+// newTraceReader reads the header and checks that it has the columns the
+// format needs.
+func newTraceReader(r io.Reader, format string) (*traceReader, error) {
 	cr := csv.NewReader(&lineCapReader{r: r, max: MaxTraceLineBytes})
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
@@ -95,11 +128,10 @@ func ReadTrace(r io.Reader, format string, limit int) (*Trace, error) {
 		}
 		return nil, &LineError{Line: 1, Err: err}
 	}
-	cols := map[string]int{}
+	tr := &traceReader{cr: cr, format: format, header: header, cols: map[string]int{}, line: 1}
 	for i, h := range header {
-		cols[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
+		tr.cols[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
 	}
-	t := &Trace{Format: format, Skipped: map[string]int{}}
 	var need []string
 	switch format {
 	case FormatPhilly:
@@ -110,124 +142,164 @@ func ReadTrace(r io.Reader, format string, limit int) (*Trace, error) {
 		return nil, fmt.Errorf("trace format %q: want %s or %s", format, FormatPhilly, FormatAlibaba)
 	}
 	for _, n := range need {
-		if _, ok := cols[n]; !ok {
+		if _, ok := tr.cols[n]; !ok {
 			return nil, &LineError{Line: 1, Err: fmt.Errorf("%s header lacks column %q (have %s)", format, n, strings.Join(header, ","))}
 		}
 	}
-	var rows traceHeap
-	line := 1
-	for {
-		rec, err := cr.Read()
+	return tr, nil
+}
+
+// usableRows reads rows until EOF or limit usable ones (limit 0: all, at
+// most MaxJobs), counting the skipped ones by reason; a malformed row is
+// an error naming its line.
+func (tr *traceReader) usableRows(limit int, skipped map[string]int) ([]traceRow, error) {
+	var rows []traceRow
+	for limit == 0 || len(rows) < limit {
+		rec, err := tr.next()
 		if err == io.EOF {
 			break
 		}
-		line++
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, &LineError{Line: pe.Line, Err: pe.Err}
-			}
-			return nil, &LineError{Line: line, Err: err}
+			return nil, err
 		}
-		if pl, _ := cr.FieldPos(0); pl > 0 {
-			line = pl
-		}
-		if len(rec) != len(header) {
-			return nil, &LineError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), len(header))}
-		}
-		get := func(name string) string { return strings.TrimSpace(rec[cols[name]]) }
-		var row traceRow
-		row.Line = line
-		var skip string
-		switch format {
-		case FormatPhilly:
-			row.abs, err = parsePhillyTime(get("timestamp"))
-			if err == nil {
-				row.Duration, err = parseNonNeg("duration", get("duration"))
-			}
-			if err == nil {
-				row.GPUs, err = parseGPUs("num_gpus", get("num_gpus"))
-			}
-			if c, ok := cols["cluster"]; ok {
-				row.Group = strings.TrimSpace(rec[c])
-			}
-			row.Name = fmt.Sprintf("philly-%d", line-1)
-			switch {
-			case err != nil:
-			case row.Duration <= 0:
-				skip = "zero duration"
-			case row.GPUs == 0:
-				skip = "no GPU"
-			}
-		case FormatAlibaba:
-			row.Name = get("name")
-			var created, deleted, sched float64
-			row.GPUs, err = parseGPUs("num_gpu", get("num_gpu"))
-			if err == nil {
-				created, err = parseNonNeg("creation_time", get("creation_time"))
-			}
-			if err == nil {
-				deleted, err = parseNonNeg("deletion_time", get("deletion_time"))
-			}
-			s := get("scheduled_time")
-			if err == nil && s != "" {
-				sched, err = parseNonNeg("scheduled_time", s)
-			}
-			if c, ok := cols["qos"]; ok {
-				row.Group = strings.TrimSpace(rec[c])
-			}
-			row.abs = created
-			switch {
-			case err != nil:
-			case row.GPUs == 0:
-				skip = "no GPU"
-			case s == "":
-				skip = "never scheduled"
-			case deleted < sched:
-				err = fmt.Errorf("deletion_time %v before scheduled_time %v", deleted, sched)
-			case deleted == sched:
-				skip = "zero duration"
-			default:
-				row.Duration = deleted - sched
-			}
-		}
+		row, skip, err := tr.parseRow(rec)
 		if err == nil && skip == "" {
 			err = checkSeconds("duration", row.Duration)
 		}
 		if err != nil {
-			return nil, &LineError{Line: line, Err: err}
+			return nil, &LineError{Line: tr.line, Err: err}
 		}
 		if row.Group == "" {
 			row.Group = "default"
 		}
 		if skip != "" {
-			t.Skipped[skip]++
+			skipped[skip]++
 			continue
 		}
-		switch {
-		case limit == 0 && len(rows) == MaxJobs:
-			return nil, &LineError{Line: line, Err: fmt.Errorf("more than %d usable jobs (the limit of one simulation): replay a part with --limit", MaxJobs)}
-		case limit == 0 || len(rows) < limit:
-			heap.Push(&rows, row)
-		case row.before(rows[0]):
-			rows[0] = row // rows[0] is the latest kept: replace it
-			heap.Fix(&rows, 0)
+		if len(rows) == MaxJobs { // limit 0: limit > 0 stops the loop first
+			return nil, &LineError{Line: tr.line, Err: fmt.Errorf("more than %d usable jobs (the limit of one simulation): replay a part with --limit", MaxJobs)}
 		}
+		rows = append(rows, row)
 	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("trace has no usable job (%d rows read%s)", line-1, skippedText(t.Skipped))
+	return rows, nil
+}
+
+// next reads one record with as many fields as the header (io.EOF at the
+// end) and sets tr.line to the line it starts on.
+func (tr *traceReader) next() ([]string, error) {
+	rec, err := tr.cr.Read()
+	if err == io.EOF {
+		return nil, err
 	}
+	tr.line++
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return nil, &LineError{Line: pe.Line, Err: pe.Err}
+		}
+		return nil, &LineError{Line: tr.line, Err: err}
+	}
+	if pl, _ := tr.cr.FieldPos(0); pl > 0 {
+		tr.line = pl
+	}
+	if len(rec) != len(tr.header) {
+		return nil, &LineError{Line: tr.line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), len(tr.header))}
+	}
+	return rec, nil
+}
+
+// get is the trimmed value of column name in rec.
+func (tr *traceReader) get(rec []string, name string) string {
+	return strings.TrimSpace(rec[tr.cols[name]])
+}
+
+// parseRow parses one record in the trace's format: the row, or why it is
+// skipped, or what is malformed.
+func (tr *traceReader) parseRow(rec []string) (row traceRow, skip string, err error) {
+	row.Line = tr.line
+	if tr.format == FormatPhilly {
+		skip, err = tr.phillyRow(rec, &row)
+	} else {
+		skip, err = tr.alibabaRow(rec, &row)
+	}
+	return row, skip, err
+}
+
+// phillyRow: submission time, duration and GPUs; the virtual cluster is
+// the group. A job without duration or GPUs is skipped.
+func (tr *traceReader) phillyRow(rec []string, row *traceRow) (skip string, err error) {
+	row.abs, err = parsePhillyTime(tr.get(rec, "timestamp"))
+	if err == nil {
+		row.Duration, err = parseNonNeg("duration", tr.get(rec, "duration"))
+	}
+	if err == nil {
+		row.GPUs, err = parseGPUs("num_gpus", tr.get(rec, "num_gpus"))
+	}
+	if c, ok := tr.cols["cluster"]; ok {
+		row.Group = strings.TrimSpace(rec[c])
+	}
+	row.Name = fmt.Sprintf("philly-%d", tr.line-1)
+	switch {
+	case err != nil:
+	case row.Duration <= 0:
+		skip = "zero duration"
+	case row.GPUs == 0:
+		skip = "no GPU"
+	}
+	return skip, err
+}
+
+// alibabaRow: a pod's creation is its submission and it runs from its
+// scheduling to its deletion; the QoS class is the group. A pod without
+// GPUs, never scheduled or deleted as it was scheduled is skipped.
+func (tr *traceReader) alibabaRow(rec []string, row *traceRow) (skip string, err error) {
+	row.Name = tr.get(rec, "name")
+	var created, deleted, sched float64
+	row.GPUs, err = parseGPUs("num_gpu", tr.get(rec, "num_gpu"))
+	if err == nil {
+		created, err = parseNonNeg("creation_time", tr.get(rec, "creation_time"))
+	}
+	if err == nil {
+		deleted, err = parseNonNeg("deletion_time", tr.get(rec, "deletion_time"))
+	}
+	s := tr.get(rec, "scheduled_time")
+	if err == nil && s != "" {
+		sched, err = parseNonNeg("scheduled_time", s)
+	}
+	if c, ok := tr.cols["qos"]; ok {
+		row.Group = strings.TrimSpace(rec[c])
+	}
+	row.abs = created
+	switch {
+	case err != nil:
+	case row.GPUs == 0:
+		skip = "no GPU"
+	case s == "":
+		skip = "never scheduled"
+	case deleted < sched:
+		err = fmt.Errorf("deletion_time %v before scheduled_time %v", deleted, sched)
+	case deleted == sched:
+		skip = "zero duration"
+	default:
+		row.Duration = deleted - sched
+	}
+	return skip, err
+}
+
+// arrivals sorts the rows by submission and makes each arrival relative to
+// the first submission.
+func arrivals(rows []traceRow) ([]TraceJob, error) {
 	sort.Slice(rows, func(a, b int) bool { return rows[a].before(rows[b]) })
 	first := rows[0].abs
-	t.Jobs = make([]TraceJob, len(rows))
+	jobs := make([]TraceJob, len(rows))
 	for i, r := range rows {
 		r.Arrival = r.abs - first
 		if err := checkSeconds("arrival (seconds after the first submission)", r.Arrival); err != nil {
 			return nil, &LineError{Line: r.Line, Err: err}
 		}
-		t.Jobs[i] = r.TraceJob
+		jobs[i] = r.TraceJob
 	}
-	return t, nil
+	return jobs, nil
 }
 
 // skippedText is "; skipped: 2 no GPU, 1 zero duration" (reasons sorted).
@@ -252,21 +324,6 @@ type traceRow struct {
 // before orders rows by submission, ties by line.
 func (a traceRow) before(b traceRow) bool {
 	return a.abs < b.abs || (a.abs == b.abs && a.Line < b.Line)
-}
-
-// traceHeap is a max-heap on submission order: its root is the latest
-// row kept, the one a smaller row replaces under a limit.
-type traceHeap []traceRow
-
-func (h traceHeap) Len() int           { return len(h) }
-func (h traceHeap) Less(a, b int) bool { return h[b].before(h[a]) }
-func (h traceHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *traceHeap) Push(x any)        { *h = append(*h, x.(traceRow)) }
-func (h *traceHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // lineCapReader fails a read once a line exceeds max bytes: encoding/csv

@@ -59,7 +59,12 @@ type ForecastSummary struct {
 	// +optional
 	Segments int32 `json:"segments,omitempty"`
 	// progress is the planner's progress measure: step over total steps
-	// from the job's counters, else the reported percentage.
+	// from the job's counters, else the reported percentage ("45%").
+	//
+	// The strings of this summary are formatted for people, one way
+	// everywhere (reasons, reports, explain): percentages "93%", "5.4%";
+	// durations "45s", "4m30s", "12m", "2h05m", "3d4h"; values with four
+	// significant digits; ranges "LO–HI".
 	// +optional
 	Progress string `json:"progress,omitempty"`
 	// step is "STEP/TOTAL" (or "STEP" without a total).
@@ -88,7 +93,8 @@ type ForecastSummary struct {
 	// +optional
 	PredictedRange string `json:"predictedRange,omitempty"`
 	// plateauProbability is the probability that the job will improve by
-	// less than 1% of its gain so far before its planned end.
+	// less than 1% of its gain so far before its planned end, as a
+	// percentage.
 	// +optional
 	PlateauProbability string `json:"plateauProbability,omitempty"`
 	// relativeRemaining is the expected remaining improvement as a share of
@@ -101,7 +107,7 @@ type ForecastSummary struct {
 	// hung is the forecast's hang call.
 	// +optional
 	Hung bool `json:"hung,omitempty"`
-	// confidence in [0,1] of the curve forecast.
+	// confidence of the curve forecast, as a percentage.
 	// +optional
 	Confidence string `json:"confidence,omitempty"`
 	// integrity lists findings about the job's own progress claims.

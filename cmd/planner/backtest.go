@@ -9,13 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/progress-planner/planner/examples"
+	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/backtest"
 )
 
 func newBacktestCmd() *cobra.Command {
 	var (
 		cutoffs string
-		output  string
+		output  *outputFlag
 		perJob  bool
 		workers int
 		lodo    bool
@@ -31,7 +32,13 @@ the labelled incidents (hang, divergence, plateau extension, preempt/resume).
 
 PATH are history files or directories (searched recursively for *.jsonl).
 Without a PATH the synthetic example histories built into the binary are
-used.`,
+used.
+
+A file of at most 50,000 reports and 16 MiB is scored whole. A bigger one
+is read streaming and, where it holds more, thinned to at most 50,000
+reports of about 16 MiB: every k-th report (k a power of two), the first
+and the last, and the reports around each change of run state
+(docs/limits.md); standard error says so.`,
 		Example: `  planner backtest
   planner backtest ../shared/data/curves -o json > backtest.json
   planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9`,
@@ -42,9 +49,6 @@ used.`,
 			}
 			if workers < 0 || workers > backtest.MaxWorkers() {
 				return usageErrorf("--workers %d: must be in [0, %d] (4 × GOMAXPROCS; 0 = GOMAXPROCS)", workers, backtest.MaxWorkers())
-			}
-			if output != "table" && output != "json" {
-				return usageErrorf("--output %q: want table or json", output)
 			}
 			var inputs []backtest.Input
 			source := "files"
@@ -61,15 +65,19 @@ used.`,
 				return fmt.Errorf("no *.jsonl history files in %s", strings.Join(args, " "))
 			}
 			start := time.Now()
-			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output == "json"}
+			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON}
 			if lodo {
-				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output, len(inputs), start)
+				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
+			}
+			opt.OnThinned = func(name string, t backtest.Thinning) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "backtest: %s: %d reports, over the limits (%d reports, %d MiB): scored on %d of them (every %d-th, and %d kept around changes of run state)\n",
+					textsafe.Line(name), t.Read, backtest.MaxReports, backtest.MaxFileBytes>>20, t.Kept, t.Stride, t.Pinned)
 			}
 			r := backtest.Run(inputs, opt)
 			r.Source, r.Paths = source, args
 			elapsed := time.Since(start)
 			out := cmd.OutOrStdout()
-			if output == "json" {
+			if output.String() == formatJSON {
 				err = r.WriteJSON(out)
 			} else {
 				err = r.WriteTable(out)
@@ -83,7 +91,7 @@ used.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cutoffs, "cutoffs", "0.25,0.5,0.75", "comma-separated run fractions (of outcome.endSeconds) to forecast at")
-	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	output = addOutputFlag(cmd, formatTable, formatJSON)
 	f.BoolVar(&perJob, "per-job", true, "json: include the per-file results with their forecasts")
 	f.IntVar(&workers, "workers", 0, "files scored in parallel (0 = GOMAXPROCS)")
 	f.BoolVar(&lodo, "leave-one-dataset-out", false, "re-choose the tuned constants for each dataset on the other datasets and report its figures under that choice next to the defaults' (docs/backtest.md 7.2); runs the backtest once per grid point")
@@ -94,7 +102,7 @@ used.`,
 func writeLODO(cmd *cobra.Command, l *backtest.LODOReport, cuts []float64, output string, files int, start time.Time) error {
 	out := cmd.OutOrStdout()
 	var err error
-	if output == "json" {
+	if output == formatJSON {
 		err = l.WriteJSON(out)
 	} else {
 		err = l.WriteTable(out, cuts)

@@ -16,7 +16,7 @@ import (
 
 type explainFlags struct {
 	kube   kubeFlags
-	output string
+	output *outputFlag
 	gpu    string
 }
 
@@ -39,15 +39,12 @@ label) or a Workload. Read-only. docs/report.md has the details.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, args[0], &fl) },
 	}
 	fl.kube.add(cmd, "namespace of NAME (default: the context's namespace)")
-	cmd.Flags().StringVarP(&fl.output, "output", "o", "table", "output format: table or json")
+	fl.output = addOutputFlag(cmd, formatTable, formatJSON)
 	cmd.Flags().StringVar(&fl.gpu, "gpu-resource", "nvidia.com/gpu", "resource name counted as GPUs")
 	return cmd
 }
 
 func runExplain(cmd *cobra.Command, arg string, fl *explainFlags) error {
-	if fl.output != "table" && fl.output != "json" {
-		return usageErrorf("--output %q: want table or json", fl.output)
-	}
 	c, ns, err := fl.kube.client()
 	if err != nil {
 		return err
@@ -82,5 +79,5 @@ func runExplain(cmd *cobra.Command, arg string, fl *explainFlags) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteExplanation(cmd.OutOrStdout(), report.Explain(in), fl.output)
+	return report.WriteExplanation(cmd.OutOrStdout(), report.Explain(in), fl.output.String())
 }

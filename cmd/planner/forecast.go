@@ -10,16 +10,17 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -27,10 +28,9 @@ type forecastFlags struct {
 	at         float64
 	atFraction float64
 	objective  string
-	output     string
+	output     *outputFlag
 	trainJob   string
-	kubeconfig string
-	context    string
+	kube       kubeFlags
 }
 
 func newForecastCmd() *cobra.Command {
@@ -72,23 +72,17 @@ error (including --trainjob, which needs the controller).`,
 	f.Float64Var(&fl.at, "at", 0, "forecast as of this time, in seconds since run start (default: the last report)")
 	f.Float64Var(&fl.atFraction, "at-fraction", 0, "forecast as of this fraction of the header's outcome.endSeconds (of the last report's t without an outcome)")
 	f.StringVar(&fl.objective, "objective", "", "objective METRIC[,minimize|maximize][,target=X] (default: the header's, else eval_loss or loss)")
-	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.output = addOutputFlag(cmd, formatTable, formatJSON, formatYAML)
 	f.StringVar(&fl.trainJob, "trainjob", "", "forecast a live TrainJob NAMESPACE/NAME from its ProgressForecast history (written by planner run)")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "with --trainjob: kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "with --trainjob: kubeconfig context to use")
+	fl.kube.addScoped(cmd, "with --trainjob: ", "")
 	return cmd
 }
 
 func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	flags := cmd.Flags()
-	switch fl.output {
-	case "table", "json", "yaml":
-	default:
-		return usageErrorf("--output %q: want table, json or yaml", fl.output)
-	}
-	var objFlag *forecast.Objective
+	var objFlag *progress.Objective
 	if fl.objective != "" {
-		o, err := forecast.ParseObjective(fl.objective)
+		o, err := progress.ParseObjective(fl.objective)
 		if err != nil {
 			return usageErrorf("--objective: %v", err)
 		}
@@ -106,7 +100,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		if atSet || fracSet {
 			return usageErrorf("--trainjob forecasts as of now: --at and --at-fraction apply to history files")
 		}
-		rc, err := restConfig(fl.kubeconfig, fl.context)
+		rc, err := fl.kube.restConfig()
 		if err != nil {
 			return err
 		}
@@ -114,7 +108,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		if err != nil {
 			return err
 		}
-		return writeForecast(cmd.OutOrStdout(), out, fl.output)
+		return writeForecast(cmd.OutOrStdout(), out, fl.output.String())
 	}
 	if len(args) != 1 {
 		return usageErrorf("want exactly one history file (or - for standard input), got %d arguments; see planner forecast --help", len(args))
@@ -137,7 +131,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 	if err != nil {
 		return err
 	}
-	return writeForecast(cmd.OutOrStdout(), out, fl.output)
+	return writeForecast(cmd.OutOrStdout(), out, fl.output.String())
 }
 
 // writeForecast prints out in format (table, json or yaml).
@@ -183,7 +177,7 @@ type forecastOutput struct {
 }
 
 type objectiveOutput struct {
-	forecast.Objective
+	progress.Objective
 	// Source: "flag" (--objective), "header" or "default" (eval_loss/loss).
 	Source string `json:"source"`
 }
@@ -204,7 +198,7 @@ const assumedFactsNote = "assumed from the history file, not observed on a clust
 // with t <= cut.At only, and decides under the default policy. objFlag,
 // when not nil, overrides the objective. It is pure: nothing after the cut
 // can change its result.
-func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastOutput, error) {
+func buildForecastOutput(c *historyCut, objFlag *progress.Objective) (*forecastOutput, error) {
 	hd, cut, h, read := &c.Header, c.Cut, c.H, c.Read
 	now := cut.At
 
@@ -212,13 +206,13 @@ func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastO
 		// Say why, not the downstream symptom ("no objective").
 		return nil, fmt.Errorf("%s: all %d reports up to t=%gs rejected: %s", hd.Name, read, now, rejectionSummary(h))
 	}
-	var obj forecast.Objective
+	var obj progress.Objective
 	src := ""
 	if objFlag != nil {
 		obj, src = *objFlag, "flag"
 	} else if o, ok := hd.ObjectiveSpec(); ok {
 		obj, src = o, "header"
-	} else if o, ok := forecast.DefaultObjective(h); ok {
+	} else if o, ok := progress.DefaultObjective(h); ok {
 		obj, src = o, "default"
 	} else {
 		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
@@ -261,14 +255,14 @@ func buildForecastOutput(c *historyCut, objFlag *forecast.Objective) (*forecastO
 // rejectionSummary is "progress-range 20 (e.g. progressPercentage 150),
 // ...": each reason with its count, most frequent first, and the latest
 // value refused for it.
-func rejectionSummary(h *forecast.History) string {
+func rejectionSummary(h *progress.History) string {
 	counts := h.Rejections()
-	example := map[forecast.RejectReason]forecast.Rejection{}
+	example := map[progress.RejectReason]progress.Rejection{}
 	for _, r := range h.RecentRejections() {
 		example[r.Reason] = r
 	}
 	reasons := slices.Collect(maps.Keys(counts))
-	slices.SortFunc(reasons, func(a, b forecast.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
+	slices.SortFunc(reasons, func(a, b progress.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
 	var parts []string
 	for _, r := range reasons {
 		part := fmt.Sprintf("%s %d", r, counts[r])
@@ -309,18 +303,18 @@ func writeForecastYAML(w io.Writer, out *forecastOutput) error {
 // shares in percent. Write errors surface at the caller's Flush.
 func writeForecastTable(w io.Writer, out *forecastOutput) {
 	f := &out.Forecast
-	iv := fmtPct(forecast.DefaultSettings().Interval) + " interval"
+	iv := humanize.Percent(forecast.DefaultSettings().Interval) + " interval"
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
 	}
 
 	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		textsafe.Line(out.Name), fmtNum(out.At), fmtDur(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+		textsafe.Line(out.Name), humanize.Number(out.At), humanize.Duration(out.At), atBasisText(out.AtBasis), out.ReportsRead)
 
 	obj := out.Objective
 	target := "no target"
 	if obj.Target != nil {
-		target = "target " + fmtNum(*obj.Target)
+		target = "target " + humanize.Number(*obj.Target)
 	}
 	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
@@ -329,11 +323,11 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	var prog []string
 	switch {
 	case f.Progress != nil && f.Step != nil && f.TotalSteps != nil:
-		prog = append(prog, fmt.Sprintf("%s (step %s of %s)", fmtPct(*f.Progress), fmtNum(*f.Step), fmtNum(*f.TotalSteps)))
+		prog = append(prog, fmt.Sprintf("%s (step %s of %s)", humanize.Percent(*f.Progress), humanize.Number(*f.Step), humanize.Number(*f.TotalSteps)))
 	case f.Progress != nil:
-		prog = append(prog, fmtPct(*f.Progress))
+		prog = append(prog, humanize.Percent(*f.Progress))
 	case f.Step != nil:
-		prog = append(prog, fmt.Sprintf("counter at %s (no total)", fmtNum(*f.Step)))
+		prog = append(prog, fmt.Sprintf("counter at %s (no total)", humanize.Number(*f.Step)))
 	default:
 		prog = append(prog, "unknown (no progress counter)")
 	}
@@ -342,19 +336,19 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 		if f.TotalSteps == nil {
 			unit = " per second"
 		}
-		prog = append(prog, fmtNum(*f.StepRate)+unit)
+		prog = append(prog, humanize.Number(*f.StepRate)+unit)
 	}
 	line("Progress", "%s", strings.Join(prog, ", "))
-	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, fmtDur(f.SinceProgress))
+	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, humanize.Duration(f.SinceProgress))
 	if f.ReportInterval != nil {
-		rep += fmt.Sprintf(", median interval %s", fmtDur(*f.ReportInterval))
+		rep += fmt.Sprintf(", median interval %s", humanize.Duration(*f.ReportInterval))
 	}
 	line("Reports", "%s", rep)
 
 	// ETA and time to target.
 	line("ETA", "%s", etaText(f.ETA, out.At, iv))
 	if f.ReportedETA != nil {
-		line("Reported ETA", "%s (the job's own claim, untrusted)", fmtDur(*f.ReportedETA))
+		line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
 	}
 	if tt := f.TimeToTarget; tt != nil {
 		if tt.Known && tt.Basis == f.ETA.Basis && tt.Value == f.ETA.Value && tt.Value > 0 {
@@ -366,19 +360,19 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 
 	// Objective.
 	if f.Current != nil && f.Best != nil {
-		line("Objective now", "%s (best %s, %d distinct observations)", fmtNum(*f.Current), fmtNum(*f.Best), f.ObjectivePts)
+		line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
 	} else {
 		line("Objective now", "no observation of %s", obj.Metric)
 	}
 	if pf := f.PredictedFinal; pf.Known {
-		line("Predicted final", "%s (%s %s to %s, basis %s)", fmtNum(pf.Value), iv, fmtNum(pf.Lo), fmtNum(pf.Hi), pf.Basis)
+		line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
 	} else {
 		line("Predicted final", "unknown: %s", pf.Why)
 	}
 	if f.RemainingImprovement != nil {
-		s := fmtNum(*f.RemainingImprovement)
+		s := humanize.Number(*f.RemainingImprovement)
 		if f.RelativeRemaining != nil {
-			s += fmt.Sprintf(" (%s of the gain so far)", fmtPct(*f.RelativeRemaining))
+			s += fmt.Sprintf(" (%s of the gain so far)", humanize.Percent(*f.RelativeRemaining))
 		}
 		line("Remaining gain", "%s", s)
 	} else {
@@ -386,11 +380,11 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 
 	// Plateau, divergence, hang, integrity.
-	pl := fmt.Sprintf("probability %s", fmtPct(f.PlateauProbability))
+	pl := fmt.Sprintf("probability %s", humanize.Percent(f.PlateauProbability))
 	if f.Plateaued {
 		pl += ", plateaued"
 		if f.PlateauOnset != nil {
-			pl += fmt.Sprintf(" since t=%s (%s ago)", fmtNum(*f.PlateauOnset), fmtDur(f.Now-*f.PlateauOnset))
+			pl += fmt.Sprintf(" since t=%s (%s ago)", humanize.Number(*f.PlateauOnset), humanize.Duration(f.Now-*f.PlateauOnset))
 		}
 	} else {
 		pl += ", not plateaued"
@@ -418,14 +412,14 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	} else {
 		line("Integrity", "no findings")
 	}
-	line("Confidence", "%s", fmtPct(f.Confidence))
+	line("Confidence", "%s", humanize.Percent(f.Confidence))
 	if len(f.Models) > 0 {
 		// People need the families that matter; JSON carries them all.
 		var ms []string
 		rest := 0
 		for _, m := range f.Models {
 			if m.Weight >= 0.01 {
-				ms = append(ms, fmt.Sprintf("%s %s", m.Family, fmtPct(m.Weight)))
+				ms = append(ms, fmt.Sprintf("%s %s", m.Family, humanize.Percent(m.Weight)))
 			} else {
 				rest++
 			}
@@ -447,9 +441,9 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 
 	// Decision.
 	d := &out.Decision
-	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, fmtBoost(d.Boost), d.Mode)
+	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, humanize.Boost(d.Boost), d.Mode)
 	if d.AdvisedBoost != d.Boost {
-		v += ", advised " + fmtBoost(d.AdvisedBoost)
+		v += ", advised " + humanize.Boost(d.AdvisedBoost)
 	}
 	if d.HeldBy != "" {
 		v += ", held by " + string(d.HeldBy)
@@ -467,7 +461,7 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	}
 	adm := "not admitted (no report yet)"
 	if fa.AdmittedAt != nil {
-		adm = fmt.Sprintf("admitted at t=%s (first report)", fmtNum(*fa.AdmittedAt))
+		adm = fmt.Sprintf("admitted at t=%s (first report)", humanize.Number(*fa.AdmittedAt))
 	}
 	line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
 
@@ -511,49 +505,9 @@ func etaText(e forecast.Estimate, now float64, iv string) string {
 	if e.Value == 0 && e.Why != "" {
 		return e.Why
 	}
-	s := fmt.Sprintf("%s (%s %s to %s, basis %s); ends at t≈%s", fmtDur(e.Value), iv, fmtDur(e.Lo), fmtDur(e.Hi), e.Basis, fmtDur(now+e.Value))
+	s := fmt.Sprintf("%s (%s %s to %s, basis %s); ends at t≈%s", humanize.Duration(e.Value), iv, humanize.Duration(e.Lo), humanize.Duration(e.Hi), e.Basis, humanize.Duration(now+e.Value))
 	if e.Why != "" {
 		s += "; " + e.Why
 	}
 	return s
-}
-
-// fmtNum renders a value with up to 4 significant digits (integers whole).
-func fmtNum(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "?"
-	}
-	if (x == math.Trunc(x) || math.Abs(x) >= 1e4) && math.Abs(x) < 1e12 {
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(x, 'g', 4, 64)
-}
-
-// fmtDur renders seconds as the policy's reasons do.
-func fmtDur(sec float64) string { return preempt.FormatDuration(sec) }
-
-// fmtPct renders a fraction as a percentage: 0.93 → "93%", 0.054 → "5.4%",
-// 0.004 → "0.4%".
-func fmtPct(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "?%"
-	}
-	v := x * 100
-	switch a := math.Abs(v); {
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
-	case a == 0:
-		return "0%"
-	default:
-		return strconv.FormatFloat(v, 'g', 2, 64) + "%"
-	}
-}
-
-func fmtBoost(b int32) string {
-	if b > 0 {
-		return "+" + strconv.Itoa(int(b))
-	}
-	return strconv.Itoa(int(b))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // liveFactsNote says where a live forecast's decision comes from.
@@ -22,7 +23,7 @@ const liveFactsNote = "the decision is the controller's latest (ProgressForecast
 
 // liveForecast reads the ProgressForecast of TrainJob ns/name (written by
 // planner run) and forecasts it as of now.
-func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now time.Time, objFlag *forecast.Objective) (*forecastOutput, error) {
+func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now time.Time, objFlag *progress.Objective) (*forecastOutput, error) {
 	c, err := client.New(rc, client.Options{Scheme: kueueext.NewScheme()})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -38,27 +39,27 @@ func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now tim
 // buildLiveForecastOutput forecasts a ProgressForecast's stored history as
 // of now (Unix seconds, the controller's time base) and reports the
 // controller's own latest decision. Pure, for tests.
-func buildLiveForecastOutput(pf *v1alpha1.ProgressForecast, now float64, objFlag *forecast.Objective) (*forecastOutput, error) {
+func buildLiveForecastOutput(pf *v1alpha1.ProgressForecast, now float64, objFlag *progress.Objective) (*forecastOutput, error) {
 	key := pf.Namespace + "/" + pf.Name
 	if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
 		return nil, fmt.Errorf("ProgressForecast %s holds no history yet (no trainerStatus observed)", key)
 	}
-	h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, forecast.DefaultLimits())
+	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
 	if err != nil {
 		return nil, fmt.Errorf("ProgressForecast %s: %w", key, err)
 	}
-	var obj forecast.Objective
+	var obj progress.Objective
 	src := ""
 	switch {
 	case objFlag != nil:
 		obj, src = *objFlag, "flag"
 	case pf.Status.Objective != "":
-		if obj, err = forecast.ParseObjective(pf.Status.Objective); err != nil {
+		if obj, err = progress.ParseObjective(pf.Status.Objective); err != nil {
 			return nil, fmt.Errorf("ProgressForecast %s: objective: %w", key, err)
 		}
 		src = "controller (" + pf.Status.ObjectiveSource + ")"
 	default:
-		o, ok := forecast.DefaultObjective(h)
+		o, ok := progress.DefaultObjective(h)
 		if !ok {
 			return nil, fmt.Errorf("ProgressForecast %s: no objective known; pass --objective", key)
 		}

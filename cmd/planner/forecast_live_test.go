@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // livePF builds a ProgressForecast the way the controller stores one: a
@@ -20,12 +20,12 @@ import (
 // and the latest decision.
 func livePF(t *testing.T, t0 float64, reports int) *v1alpha1.ProgressForecast {
 	t.Helper()
-	h := forecast.NewHistory(forecast.DefaultLimits())
+	h := progress.NewHistory(progress.DefaultLimits())
 	for i := 0; i < reports; i++ {
 		step := i * 50
 		loss := 1 + 3/(1+float64(step)/2000)
 		pct := math.Floor(100 * float64(step) / 10000)
-		h.Observe(t0+float64(i)*10, forecast.TrainerStatus{ProgressPercentage: &pct, Metrics: []forecast.MetricValue{
+		h.Observe(t0+float64(i)*10, progress.TrainerStatus{ProgressPercentage: &pct, Metrics: []progress.MetricValue{
 			{Name: "loss", Value: fmt.Sprintf("%.5g", loss)}, {Name: "current_step", Value: fmt.Sprint(step)},
 			{Name: "total_steps", Value: "10000"}}})
 	}

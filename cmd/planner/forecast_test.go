@@ -20,7 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Golden files: go test ./cmd/planner -run Forecast -update rewrites the
@@ -44,8 +44,8 @@ const fixtureDir = "testdata/forecast"
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-func mv(name string, v float64) forecast.MetricValue {
-	return forecast.MetricValue{Name: name, Value: num(v)}
+func mv(name string, v float64) progress.MetricValue {
+	return progress.MetricValue{Name: name, Value: num(v)}
 }
 
 func fp(v float64) *float64 { return &v }
@@ -58,9 +58,9 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
-func header(name string, obj *forecast.FileObjective, outcome *forecast.Outcome, runInfo map[string]any) forecast.FileHeader {
-	h := forecast.FileHeader{
-		Kind: forecast.HistoryFileKind, Version: forecast.HistoryFileVersion, Name: name,
+func header(name string, obj *progress.FileObjective, outcome *progress.Outcome, runInfo map[string]any) progress.FileHeader {
+	h := progress.FileHeader{
+		Kind: progress.HistoryFileKind, Version: progress.HistoryFileVersion, Name: name,
 		Source:    rawJSON(map[string]any{"dataset": "test-fixture", "generator": "cmd/planner/forecast_test.go"}),
 		Objective: obj, TimeBasis: "synthetic", Outcome: outcome,
 	}
@@ -80,11 +80,11 @@ func finalOf(metric string, v float64) map[string]json.RawMessage {
 // stepsHistory: a run with a fixed total of 20·n steps, one report per 20
 // steps (~10 s), train loss every report, eval_loss every 10th, an
 // inverse-power curve, target 2.6 (reached at ~3/4 of the run).
-func stepsHistory(n int) *forecast.HistoryFile {
+func stepsHistory(n int) *progress.HistoryFile {
 	r := rand.New(rand.NewPCG(1, 2))
 	total := float64(20 * n)
 	curve := func(x float64) float64 { return 2.2 + 2.8*math.Pow(1+x/0.05, -0.7) }
-	var reps []forecast.FileReport
+	var reps []progress.FileReport
 	t, eval := 0.0, curve(0)
 	for i := 0; i <= n; i++ {
 		if i > 0 {
@@ -95,7 +95,7 @@ func stepsHistory(n int) *forecast.HistoryFile {
 		if i%10 == 0 || i == n {
 			eval = curve(x) + 0.004*r.NormFloat64()
 		}
-		ts := forecast.TrainerStatus{Metrics: []forecast.MetricValue{
+		ts := progress.TrainerStatus{Metrics: []progress.MetricValue{
 			mv("loss", curve(x)-0.05+0.03*r.NormFloat64()), mv("eval_loss", eval),
 			mv("current_step", step), mv("total_steps", total), mv("current_epoch", math.Round(3*x*1000)/1000),
 		}}
@@ -107,12 +107,12 @@ func stepsHistory(n int) *forecast.HistoryFile {
 		if step > 0 {
 			ts.EstimatedRemainingSeconds = fp(math.Round(t / step * (total - step)))
 		}
-		reps = append(reps, forecast.FileReport{T: math.Round(t*1000) / 1000, TrainerStatus: ts})
+		reps = append(reps, progress.FileReport{T: math.Round(t*1000) / 1000, TrainerStatus: ts})
 	}
 	end := reps[len(reps)-1].T
-	return &forecast.HistoryFile{
-		Header: header("fixture__steps", &forecast.FileObjective{Metric: "eval_loss", Direction: "minimize", Target: fp(2.6)},
-			&forecast.Outcome{Status: "completed", EndSeconds: end, Final: finalOf("eval_loss", eval)},
+	return &progress.HistoryFile{
+		Header: header("fixture__steps", &progress.FileObjective{Metric: "eval_loss", Direction: "minimize", Target: fp(2.6)},
+			&progress.Outcome{Status: "completed", EndSeconds: end, Final: finalOf("eval_loss", eval)},
 			map[string]any{"gpus": 4, "progressUnit": "steps", "totalSteps": total}),
 		Reports: reps,
 	}
@@ -122,9 +122,9 @@ func stepsHistory(n int) *forecast.HistoryFile {
 // maximize up to the target 0.75, a samples_count counter and an
 // evaluation every 5th report; it stops at the first evaluation past the
 // target.
-func targetHistory() *forecast.HistoryFile {
+func targetHistory() *progress.HistoryFile {
 	r := rand.New(rand.NewPCG(3, 4))
-	var reps []forecast.FileReport
+	var reps []progress.FileReport
 	acc := 0.0
 	t := 0.0
 	for i := 0; ; i++ {
@@ -135,16 +135,16 @@ func targetHistory() *forecast.HistoryFile {
 		if i%5 == 0 {
 			acc = 0.78 - 0.6*math.Exp(-k/6) + 0.003*r.NormFloat64()
 		}
-		ts := forecast.TrainerStatus{Metrics: []forecast.MetricValue{mv("accuracy", acc), mv("samples_count", float64(50000*i))}}
-		reps = append(reps, forecast.FileReport{T: math.Round(t*1000) / 1000, TrainerStatus: ts})
+		ts := progress.TrainerStatus{Metrics: []progress.MetricValue{mv("accuracy", acc), mv("samples_count", float64(50000*i))}}
+		reps = append(reps, progress.FileReport{T: math.Round(t*1000) / 1000, TrainerStatus: ts})
 		if i%5 == 0 && acc >= 0.75 {
 			break
 		}
 	}
 	end := reps[len(reps)-1].T
-	return &forecast.HistoryFile{
-		Header: header("fixture__target", &forecast.FileObjective{Metric: "accuracy", Direction: "maximize", Target: fp(0.75)},
-			&forecast.Outcome{Status: "target_reached", EndSeconds: end, Final: finalOf("accuracy", acc)},
+	return &progress.HistoryFile{
+		Header: header("fixture__target", &progress.FileObjective{Metric: "accuracy", Direction: "maximize", Target: fp(0.75)},
+			&progress.Outcome{Status: "target_reached", EndSeconds: end, Final: finalOf("accuracy", acc)},
 			map[string]any{"gpus": 8, "progressCounter": "samples_count"}),
 		Reports: reps,
 	}
@@ -152,30 +152,30 @@ func targetHistory() *forecast.HistoryFile {
 
 // hangHistory: steps stop moving at t≈400 s while identical reports keep
 // arriving every 10 s until t≈1500 s; runInfo.gpus is null.
-func hangHistory() *forecast.HistoryFile {
+func hangHistory() *progress.HistoryFile {
 	r := rand.New(rand.NewPCG(5, 6))
 	total := 2000.0
-	var reps []forecast.FileReport
-	var last forecast.TrainerStatus
+	var reps []progress.FileReport
+	var last progress.TrainerStatus
 	for i := 0; i <= 150; i++ {
 		t := float64(10 * i)
 		if i <= 40 {
 			step := float64(20 * i)
 			x := step / total
-			last = forecast.TrainerStatus{
+			last = progress.TrainerStatus{
 				ProgressPercentage: fp(math.Floor(x * 100)),
-				Metrics: []forecast.MetricValue{mv("loss", 1.5+2*math.Exp(-x*8)+0.01*r.NormFloat64()),
+				Metrics: []progress.MetricValue{mv("loss", 1.5+2*math.Exp(-x*8)+0.01*r.NormFloat64()),
 					mv("current_step", step), mv("total_steps", total)},
 			}
 			if step > 0 {
 				last.EstimatedRemainingSeconds = fp(math.Round(t / step * (total - step)))
 			}
 		}
-		reps = append(reps, forecast.FileReport{T: t, TrainerStatus: last})
+		reps = append(reps, progress.FileReport{T: t, TrainerStatus: last})
 	}
-	return &forecast.HistoryFile{
-		Header: header("fixture__hang", &forecast.FileObjective{Metric: "loss", Direction: "minimize"},
-			&forecast.Outcome{Status: "unknown", EndSeconds: 1500},
+	return &progress.HistoryFile{
+		Header: header("fixture__hang", &progress.FileObjective{Metric: "loss", Direction: "minimize"},
+			&progress.Outcome{Status: "unknown", EndSeconds: 1500},
 			map[string]any{"gpus": nil, "progressUnit": "steps"}),
 		Reports: reps,
 	}
@@ -183,10 +183,10 @@ func hangHistory() *forecast.HistoryFile {
 
 // divergingHistory: no header objective (the default, loss, applies), no
 // outcome; loss falls, then climbs and ends in NaN.
-func divergingHistory() *forecast.HistoryFile {
+func divergingHistory() *progress.HistoryFile {
 	r := rand.New(rand.NewPCG(7, 8))
 	total := 1800.0
-	var reps []forecast.FileReport
+	var reps []progress.FileReport
 	for i := 0; i <= 90; i++ {
 		t := float64(10 * i)
 		step := float64(20 * i)
@@ -198,22 +198,22 @@ func divergingHistory() *forecast.HistoryFile {
 		if i > 87 {
 			loss = "nan"
 		}
-		reps = append(reps, forecast.FileReport{T: t, TrainerStatus: forecast.TrainerStatus{
+		reps = append(reps, progress.FileReport{T: t, TrainerStatus: progress.TrainerStatus{
 			ProgressPercentage: fp(math.Floor(x * 100)),
-			Metrics:            []forecast.MetricValue{{Name: "loss", Value: loss}, mv("current_step", step), mv("total_steps", total)},
+			Metrics:            []progress.MetricValue{{Name: "loss", Value: loss}, mv("current_step", step), mv("total_steps", total)},
 		}})
 	}
-	return &forecast.HistoryFile{Header: header("fixture__diverging", nil, nil, nil), Reports: reps}
+	return &progress.HistoryFile{Header: header("fixture__diverging", nil, nil, nil), Reports: reps}
 }
 
 // plateauHistory: eval_loss settles early and stays flat; the file ends
 // half-way through the planned steps (status unknown); some reports
 // carry garbage (an unparsable grad_norm, a negative ETA, progress 150 %)
 // for the rejection counts.
-func plateauHistory() *forecast.HistoryFile {
+func plateauHistory() *progress.HistoryFile {
 	r := rand.New(rand.NewPCG(9, 10))
 	total := 8000.0 // the file ends half-way (a snapshot of a running job)
-	var reps []forecast.FileReport
+	var reps []progress.FileReport
 	eval := 0.0
 	for i := 0; i <= 200; i++ {
 		t := float64(15 * i)
@@ -223,9 +223,9 @@ func plateauHistory() *forecast.HistoryFile {
 		if i%10 == 0 {
 			eval = curve + 0.002*r.NormFloat64()
 		}
-		ts := forecast.TrainerStatus{
+		ts := progress.TrainerStatus{
 			ProgressPercentage: fp(math.Min(math.Floor(x*100), 99)),
-			Metrics: []forecast.MetricValue{mv("eval_loss", eval), mv("loss", curve-0.1+0.02*r.NormFloat64()),
+			Metrics: []progress.MetricValue{mv("eval_loss", eval), mv("loss", curve-0.1+0.02*r.NormFloat64()),
 				mv("current_step", step), mv("total_steps", total)},
 		}
 		if step > 0 {
@@ -233,34 +233,34 @@ func plateauHistory() *forecast.HistoryFile {
 		}
 		switch {
 		case i%7 == 3:
-			ts.Metrics = append(ts.Metrics, forecast.MetricValue{Name: "grad_norm", Value: "abc"})
+			ts.Metrics = append(ts.Metrics, progress.MetricValue{Name: "grad_norm", Value: "abc"})
 		case i == 50:
 			ts.EstimatedRemainingSeconds = fp(-5)
 		case i == 120:
 			ts.ProgressPercentage = fp(150)
 		}
-		reps = append(reps, forecast.FileReport{T: t, TrainerStatus: ts})
+		reps = append(reps, progress.FileReport{T: t, TrainerStatus: ts})
 	}
-	return &forecast.HistoryFile{
-		Header: header("fixture__plateau", &forecast.FileObjective{Metric: "eval_loss", Direction: "minimize"},
-			&forecast.Outcome{Status: "unknown", EndSeconds: 3000, Final: finalOf("eval_loss", eval)},
+	return &progress.HistoryFile{
+		Header: header("fixture__plateau", &progress.FileObjective{Metric: "eval_loss", Direction: "minimize"},
+			&progress.Outcome{Status: "unknown", EndSeconds: 3000, Final: finalOf("eval_loss", eval)},
 			map[string]any{"gpus": 2, "progressUnit": "steps"}),
 		Reports: reps,
 	}
 }
 
-var fixtures = map[string]func() *forecast.HistoryFile{
-	"steps.jsonl":     func() *forecast.HistoryFile { return stepsHistory(100) },
+var fixtures = map[string]func() *progress.HistoryFile{
+	"steps.jsonl":     func() *progress.HistoryFile { return stepsHistory(100) },
 	"target.jsonl":    targetHistory,
 	"hang.jsonl":      hangHistory,
 	"diverging.jsonl": divergingHistory,
 	"plateau.jsonl":   plateauHistory,
 }
 
-func encodeHistory(t testing.TB, hf *forecast.HistoryFile) []byte {
+func encodeHistory(t testing.TB, hf *progress.HistoryFile) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := forecast.WriteHistoryFile(&b, hf); err != nil {
+	if err := progress.WriteHistoryFile(&b, hf); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -541,14 +541,14 @@ func TestForecastStdin(t *testing.T) {
 
 // garbageReports returns k reports observed after `after` (strictly later
 // than after+cutEps) with absurd contents, in non-decreasing time.
-func garbageReports(r *rand.Rand, after float64, k int) []forecast.FileReport {
+func garbageReports(r *rand.Rand, after float64, k int) []progress.FileReport {
 	absurd := []string{"nan", "inf", "-inf", "1e300", "-1e300", "abc", "", "0", "-1", "1e15", "  7  ", "0x10", "NaN"}
 	names := []string{"loss", "eval_loss", "accuracy", "current_step", "total_steps", "current_epoch", "total_epochs",
 		"samples_count", "epoch", "val_loss", "grad_norm", strings.Repeat("x", 200), "", "evalLoss"}
-	var out []forecast.FileReport
+	var out []progress.FileReport
 	t := after + 0.5 + r.Float64()*10
 	for i := 0; i < k; i++ {
-		var ts forecast.TrainerStatus
+		var ts progress.TrainerStatus
 		switch r.IntN(4) {
 		case 0:
 			ts.ProgressPercentage = fp([]float64{1e9, -5, 100, 0, 99.9, 1e-300}[r.IntN(6)])
@@ -560,9 +560,9 @@ func garbageReports(r *rand.Rand, after float64, k int) []forecast.FileReport {
 			if r.IntN(3) == 0 {
 				v = num(r.NormFloat64() * math.Pow(10, float64(r.IntN(30)-10)))
 			}
-			ts.Metrics = append(ts.Metrics, forecast.MetricValue{Name: names[r.IntN(len(names))], Value: v})
+			ts.Metrics = append(ts.Metrics, progress.MetricValue{Name: names[r.IntN(len(names))], Value: v})
 		}
-		out = append(out, forecast.FileReport{T: t, TrainerStatus: ts})
+		out = append(out, progress.FileReport{T: t, TrainerStatus: ts})
 		switch r.IntN(5) {
 		case 0: // same t again
 		case 1:
@@ -577,7 +577,7 @@ func garbageReports(r *rand.Rand, after float64, k int) []forecast.FileReport {
 func TestForecastIgnoresReportsAfterAt(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 43))
 	for _, name := range []string{"steps.jsonl", "target.jsonl", "hang.jsonl", "diverging.jsonl", "plateau.jsonl"} {
-		hf, err := forecast.ReadHistoryFile(bytes.NewReader(mustRead(t, filepath.Join(fixtureDir, name))))
+		hf, err := progress.ReadHistoryFile(bytes.NewReader(mustRead(t, filepath.Join(fixtureDir, name))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -587,18 +587,18 @@ func TestForecastIgnoresReportsAfterAt(t *testing.T) {
 		// report, and past the end of the file.
 		cuts := []float64{reps[len(reps)/3].T, (reps[len(reps)/2].T + reps[len(reps)/2+1].T) / 2, reps[0].T, last * 0.9, last + 100}
 		for _, at := range cuts {
-			var prefix []forecast.FileReport
+			var prefix []progress.FileReport
 			for _, rep := range reps {
 				if rep.T <= at {
 					prefix = append(prefix, rep)
 				}
 			}
-			variants := map[string][]forecast.FileReport{
+			variants := map[string][]progress.FileReport{
 				"prefix":           prefix,
 				"full":             reps,
-				"prefix+garbage":   append(append([]forecast.FileReport(nil), prefix...), garbageReports(r, at, 25)...),
-				"full+garbage":     append(append([]forecast.FileReport(nil), reps...), garbageReports(r, math.Max(at, last), 25)...),
-				"prefix+late-real": append(append([]forecast.FileReport(nil), prefix...), shiftAfter(reps, at)...),
+				"prefix+garbage":   append(append([]progress.FileReport(nil), prefix...), garbageReports(r, at, 25)...),
+				"full+garbage":     append(append([]progress.FileReport(nil), reps...), garbageReports(r, math.Max(at, last), 25)...),
+				"prefix+late-real": append(append([]progress.FileReport(nil), prefix...), shiftAfter(reps, at)...),
 			}
 			atArg := strconv.FormatFloat(at, 'g', -1, 64)
 			for _, format := range []string{"json", "table"} {
@@ -608,7 +608,7 @@ func TestForecastIgnoresReportsAfterAt(t *testing.T) {
 					if len(v) == 0 {
 						continue
 					}
-					f := &forecast.HistoryFile{Header: hf.Header, Reports: v}
+					f := &progress.HistoryFile{Header: hf.Header, Reports: v}
 					out, _, err := runCLI(bytes.NewReader(encodeHistory(t, f)), "forecast", "-", "--at", atArg, "-o", format)
 					if err != nil {
 						t.Fatalf("%s at %v %s: %v", name, at, vname, err)
@@ -628,8 +628,8 @@ func TestForecastIgnoresReportsAfterAt(t *testing.T) {
 
 // shiftAfter returns reps' reports after at, moved to start just after at
 // (so that they are later than the cut whatever the cut is).
-func shiftAfter(reps []forecast.FileReport, at float64) []forecast.FileReport {
-	var out []forecast.FileReport
+func shiftAfter(reps []progress.FileReport, at float64) []progress.FileReport {
+	var out []progress.FileReport
 	for _, rep := range reps {
 		if rep.T > at {
 			out = append(out, rep)
@@ -729,7 +729,7 @@ func TestForecastUsageErrors(t *testing.T) {
 		{"two files", []string{p, p}, "want exactly one history file"},
 		{"negative at", []string{p, "--at", "-5"}, "--at -5"},
 		{"fraction above 1", []string{p, "--at-fraction", "1.5"}, "--at-fraction 1.5"},
-		{"bad output", []string{p, "-o", "xml"}, `--output "xml"`},
+		{"bad output", []string{p, "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: want table, json or yaml`},
 		{"bad objective", []string{p, "--objective", "loss,upward"}, "--objective"},
 		{"unknown flag", []string{p, "--bogus"}, "unknown flag"},
 		{"bad at value", []string{p, "--at", "soon"}, "invalid argument"},
@@ -823,27 +823,6 @@ func TestForecastHelperProcess(t *testing.T) {
 }
 
 // ---- helpers ----
-
-func TestForecastFormatting(t *testing.T) {
-	durs := map[float64]string{0: "0s", 45: "45s", 270: "4m30s", 725: "12m", 7200: "2h", 7800: "2h10m", 3900: "1h05m", -90: "-1m30s", math.NaN(): "?"}
-	for in, want := range durs {
-		if got := fmtDur(in); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
-		}
-	}
-	pcts := map[float64]string{0.93: "93%", 0.054: "5.4%", 0.004: "0.4%", 0: "0%", 1: "100%"}
-	for in, want := range pcts {
-		if got := fmtPct(in); got != want {
-			t.Errorf("fmtPct(%v) = %q, want %q", in, got, want)
-		}
-	}
-	nums := map[float64]string{3000: "3000", 2.36099: "2.361", 300417.5: "300418", 0.000123456: "0.0001235"}
-	for in, want := range nums {
-		if got := fmtNum(in); got != want {
-			t.Errorf("fmtNum(%v) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestExitCode(t *testing.T) {
 	if exitCode(nil) != 0 || exitCode(errors.New("x")) != 1 || exitCode(usageErrorf("x")) != 2 ||

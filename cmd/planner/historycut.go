@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // cutEps is the tolerance of "t <= at" (the same as the backtest's).
@@ -33,20 +33,20 @@ type cutSpec struct {
 // bounded History of the reports with t <= Cut.At, the report lines that
 // was and the first one's t.
 type historyCut struct {
-	Header forecast.FileHeader
+	Header progress.FileHeader
 	Cut    forecastCut
-	H      *forecast.History
+	H      *progress.History
 	Read   int
 	First  float64
 }
 
-func newHistoryCut(h forecast.FileHeader, cut forecastCut) *historyCut {
-	return &historyCut{Header: h, Cut: cut, H: forecast.NewHistory(forecast.DefaultLimits())}
+func newHistoryCut(h progress.FileHeader, cut forecastCut) *historyCut {
+	return &historyCut{Header: h, Cut: cut, H: progress.NewHistory(progress.DefaultLimits())}
 }
 
 // add observes r; false once r is past the cut (reports come in time
 // order, HistoryReader checks it, so nothing after it is needed).
-func (c *historyCut) add(r forecast.FileReport) bool {
+func (c *historyCut) add(r progress.FileReport) bool {
 	if r.T > c.Cut.At+cutEps {
 		return false
 	}
@@ -84,7 +84,7 @@ func loadHistory(path string, stdin io.Reader, spec cutSpec) (*historyCut, error
 		return os.Open(path)
 	}
 	c, err := streamCut(open, spec)
-	var le *forecast.LineError
+	var le *progress.LineError
 	switch {
 	case err == nil:
 		return c, nil
@@ -93,12 +93,12 @@ func loadHistory(path string, stdin io.Reader, spec cutSpec) (*historyCut, error
 	case !errors.As(err, &le):
 		// Only "no header line at all" comes back without a line: the
 		// header belongs on line 1.
-		err = &forecast.LineError{Line: 1, Err: err}
+		err = &progress.LineError{Line: 1, Err: err}
 	}
 	return nil, fmt.Errorf("%s: %w", name, err)
 }
 
-var errNoReports = &forecast.LineError{Line: 2, Err: errors.New("no status reports after the header")}
+var errNoReports = &progress.LineError{Line: 2, Err: errors.New("no status reports after the header")}
 
 func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, error) {
 	rc, err := open()
@@ -106,7 +106,7 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 		return nil, err
 	}
 	defer func() { rc.Close() }()
-	hr, err := forecast.NewHistoryReader(rc)
+	hr, err := progress.NewHistoryReader(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 		if rc, err = open(); err != nil {
 			return nil, err
 		}
-		if hr, err = forecast.NewHistoryReader(rc); err != nil {
+		if hr, err = progress.NewHistoryReader(rc); err != nil {
 			return nil, err
 		}
 		cut = forecastCut{At: spec.frac * last, Basis: "fraction-of-last-report"}
@@ -155,7 +155,7 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 }
 
 // lastReportT reads hr to its end and returns the last report's t.
-func lastReportT(hr *forecast.HistoryReader) (float64, error) {
+func lastReportT(hr *progress.HistoryReader) (float64, error) {
 	last, seen := 0.0, false
 	for {
 		r, err := hr.Next()

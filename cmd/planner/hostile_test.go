@@ -5,12 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/progress-planner/planner/internal/genreader"
 	"github.com/progress-planner/planner/pkg/backtest"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -69,6 +70,38 @@ func TestCommandLineMistakesExitTwo(t *testing.T) {
 		if exitCode(err) != exitUsage {
 			t.Errorf("%v: %v (exit %d), want exit %d", args, err, exitCode(err), exitUsage)
 		}
+	}
+}
+
+// TestOneOutputFlag: every command that prints takes -o/--output from the
+// same printer set, refuses a format it does not print with the same
+// words, and exits 2.
+func TestOneOutputFlag(t *testing.T) {
+	printers := 0
+	for _, c := range newRootCmd().Commands() {
+		f := c.Flags().Lookup("output")
+		if f == nil {
+			continue
+		}
+		printers++
+		o, ok := f.Value.(*outputFlag)
+		if !ok || f.Shorthand != "o" {
+			t.Errorf("%s: --output is a %T (-%s), not the shared outputFlag with -o", c.Name(), f.Value, f.Shorthand)
+			continue
+		}
+		for _, format := range o.allowed {
+			if !slices.Contains([]string{formatTable, formatJSON, formatYAML, formatMarkdown, formatHTML}, format) {
+				t.Errorf("%s: format %q is not in the printer set", c.Name(), format)
+			}
+		}
+		_, _, err := runCLI(nil, c.Name(), "-o", "xml")
+		want := `invalid argument "xml" for "-o, --output" flag: want ` + o.choices()
+		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != exitUsage {
+			t.Errorf("%s -o xml: %v (exit %d), want %q and exit %d", c.Name(), err, exitCode(err), want, exitUsage)
+		}
+	}
+	if printers < 5 {
+		t.Errorf("%d commands take --output, want at least 5 (forecast, report, explain, backtest, simulate)", printers)
 	}
 }
 
@@ -189,7 +222,7 @@ func TestHistoryReadIsStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Read != r.Lines()-1 || c.H.Len() > forecast.DefaultLimits().MaxPoints {
+	if c.Read != r.Lines()-1 || c.H.Len() > progress.DefaultLimits().MaxPoints {
 		t.Fatalf("read %d of %d reports, %d points kept", c.Read, r.Lines()-1, c.H.Len())
 	}
 	grew := r.PeakGrowth()

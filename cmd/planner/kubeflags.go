@@ -11,23 +11,36 @@ import (
 	"github.com/progress-planner/planner/pkg/kueueext"
 )
 
-// kubeFlags are the standard kubectl connection flags of the read-only
-// commands (report, explain): --kubeconfig, --context, -n/--namespace.
+// kubeFlags are the kubectl connection flags, the same in every command
+// that talks to a cluster: --kubeconfig, --context and, for the commands
+// that read a namespace (report, explain), -n/--namespace.
 type kubeFlags struct {
 	kubeconfig, context, namespace string
 }
 
+// add declares the flags on cmd; namespaceHelp "" leaves out -n (the
+// command names its objects otherwise, or watches every namespace).
+// scope ("" for none) prefixes the help, e.g. "with --trainjob: ".
 func (k *kubeFlags) add(cmd *cobra.Command, namespaceHelp string) {
-	f := cmd.Flags()
-	f.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&k.context, "context", "", "kubeconfig context to use")
-	f.StringVarP(&k.namespace, "namespace", "n", "", namespaceHelp)
+	k.addScoped(cmd, "", namespaceHelp)
 }
+
+func (k *kubeFlags) addScoped(cmd *cobra.Command, scope, namespaceHelp string) {
+	f := cmd.Flags()
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", scope+"kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
+	f.StringVar(&k.context, "context", "", scope+"kubeconfig context to use")
+	if namespaceHelp != "" {
+		f.StringVarP(&k.namespace, "namespace", "n", "", namespaceHelp)
+	}
+}
+
+// restConfig is the client config the flags select.
+func (k *kubeFlags) restConfig() (*rest.Config, error) { return restConfig(k.kubeconfig, k.context) }
 
 // client connects like kubectl and returns a reader for the planner's
 // kinds and the namespace to use: -n, else the context's namespace.
 func (k *kubeFlags) client() (client.Client, string, error) {
-	rc, err := restConfig(k.kubeconfig, k.context)
+	rc, err := k.restConfig()
 	if err != nil {
 		return nil, "", err
 	}

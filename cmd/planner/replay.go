@@ -12,18 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 type replayFlags struct {
-	trainJob   string
-	speed      float64
-	from       float64
-	limit      int
-	kubeconfig string
-	context    string
-	quiet      bool
+	trainJob string
+	speed    float64
+	from     float64
+	limit    int
+	kube     kubeFlags
+	quiet    bool
 }
 
 func newReplayCmd() *cobra.Command {
@@ -50,8 +49,7 @@ Used by the e2e tests and for demos.`,
 	f.Float64Var(&fl.speed, "speed", 1, "replay speed: 60 plays an hour in a minute; 0 writes back to back")
 	f.Float64Var(&fl.from, "from", 0, "skip reports before this t (seconds)")
 	f.IntVar(&fl.limit, "limit", 0, "write at most this many reports (0: all)")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "kubeconfig context to use")
+	fl.kube.add(cmd, "")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "print only the summary")
 	return cmd
 }
@@ -70,11 +68,11 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	if fl.limit < 0 {
 		return usageErrorf("--limit %d: want a number >= 0", fl.limit)
 	}
-	hf, err := forecast.ReadHistoryPath(path)
+	hf, err := progress.ReadHistoryPath(path)
 	if err != nil {
 		return err
 	}
-	var reports []forecast.FileReport
+	var reports []progress.FileReport
 	for _, r := range hf.Reports {
 		if r.T >= fl.from {
 			reports = append(reports, r)
@@ -86,7 +84,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("%s: no reports at t >= %g", path, fl.from)
 	}
-	rc, err := restConfig(fl.kubeconfig, fl.context)
+	rc, err := fl.kube.restConfig()
 	if err != nil {
 		return err
 	}
@@ -101,7 +99,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	written, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
 		Speed: fl.speed,
-		OnReport: func(i int, r forecast.FileReport, werr error) error {
+		OnReport: func(i int, r progress.FileReport, werr error) error {
 			if werr != nil {
 				refused++
 				fmt.Fprintf(errOut, "report %d (t=%gs) refused: %v\n", i, r.T, werr)
@@ -115,7 +113,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	return err
 }
 
-func describeReport(s forecast.TrainerStatus) string {
+func describeReport(s progress.TrainerStatus) string {
 	var b strings.Builder
 	if s.ProgressPercentage != nil {
 		fmt.Fprintf(&b, " progress=%g%%", *s.ProgressPercentage)

@@ -14,13 +14,14 @@ import (
 
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
 type reportFlags struct {
 	kube       kubeFlags
 	allNS      bool
-	output     string
+	output     *outputFlag
 	out        string
 	atFraction float64
 	queue      string
@@ -33,7 +34,7 @@ type reportFlags struct {
 func newReportCmd() *cobra.Command {
 	var fl reportFlags
 	cmd := &cobra.Command{
-		Use:   "report [HISTORY.jsonl ...]",
+		Use:   "report [PATH...]",
 		Short: "Report every job's forecast and each ClusterQueue's capacity forecast",
 		Long: `Report prints, per job, its queue, GPUs, progress, ETA with its interval, the
 objective now and its predicted final value with its interval, the
@@ -44,7 +45,8 @@ likely be admitted.
 
 Without files it reads the live cluster (ProgressForecasts, Workloads,
 LocalQueues, ClusterQueues; read-only) through the kubeconfig. With history
-files (JSON Lines, docs/forecast-json.md) each file is one running job in
+files or directories (searched for *.jsonl, as backtest does; JSON Lines,
+docs/forecast-json.md) each file is one running job in
 one queue (--queue, --quota), forecast as of its last report or
 --at-fraction of its run, decided under the default policy with the facts
 planner forecast assumes.
@@ -57,7 +59,7 @@ timeline). docs/report.md has the details.`,
 	f := cmd.Flags()
 	fl.kube.add(cmd, "live: only this namespace's jobs (default: all namespaces)")
 	f.BoolVarP(&fl.allNS, "all-namespaces", "A", false, "live: all namespaces (the default unless -n is given)")
-	f.StringVarP(&fl.output, "output", "o", "table", "output format: table, json, markdown or html")
+	fl.output = addOutputFlag(cmd, formatTable, formatJSON, formatMarkdown, formatHTML)
 	f.StringVar(&fl.out, "out", "", "write to this file instead of standard output")
 	f.Float64Var(&fl.atFraction, "at-fraction", -1, "files: forecast each file at this fraction of its run (default: its last report)")
 	f.StringVar(&fl.queue, "queue", "offline", "files: the ClusterQueue name the jobs are reported in")
@@ -83,18 +85,20 @@ func parseSizes(s string) ([]int, error) {
 }
 
 func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
-	switch fl.output {
-	case "table", "json", "markdown", "md", "html":
-	default:
-		return usageErrorf("--output %q: want table, json, markdown or html", fl.output)
-	}
 	sizes, err := parseSizes(fl.sizes)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	var in report.Input
 	if len(args) > 0 {
-		in, err = offlineInput(cmd, args, fl)
+		paths, perr := progress.HistoryPaths(args)
+		if perr != nil {
+			return perr
+		}
+		if len(paths) == 0 {
+			return fmt.Errorf("%s: no *.jsonl history files", strings.Join(args, ", "))
+		}
+		in, err = offlineInput(cmd, paths, fl)
 	} else {
 		in, err = liveInput(cmd, fl)
 	}
@@ -112,7 +116,7 @@ func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
 		defer f.Close()
 		w = f
 	}
-	if err := r.Write(w, fl.output); err != nil {
+	if err := r.Write(w, fl.output.String()); err != nil {
 		return err
 	}
 	if c, ok := w.(io.Closer); ok && fl.out != "" {
@@ -125,9 +129,9 @@ func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
 // (buildForecastOutput: the default policy, assumed facts) and reports
 // them as running jobs of one queue.
 func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.Input, error) {
-	var objFlag *forecast.Objective
+	var objFlag *progress.Objective
 	if fl.objective != "" {
-		o, err := forecast.ParseObjective(fl.objective)
+		o, err := progress.ParseObjective(fl.objective)
 		if err != nil {
 			return report.Input{}, usageErrorf("--objective: %v", err)
 		}
@@ -156,8 +160,14 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 		if name == "" {
 			name = p
 		}
+		// The file's outcome holds as of the cut only when the cut reaches
+		// the run's end (the default, its last report).
+		outcome := ""
+		if o := c.Header.Outcome; o != nil && (c.Cut.Basis == "last-report" || c.Cut.At >= o.EndSeconds) {
+			outcome = o.Status
+		}
 		in.Jobs = append(in.Jobs, report.JobInput{Name: name, Queue: fl.queue, GPUs: out.AssumedFacts.GPUs, State: report.Running,
-			Boost: d.Boost, Forecast: &fc, Decision: &d, History: h})
+			Boost: d.Boost, Forecast: &fc, Decision: &d, History: h, Outcome: outcome})
 		total += out.AssumedFacts.GPUs
 	}
 	quota := fl.quota

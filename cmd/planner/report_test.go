@@ -56,6 +56,37 @@ func TestReportOffline(t *testing.T) {
 	if n := strings.Count(string(b), `class="chart queue-chart"`); n != 1 {
 		t.Errorf("%d queue charts, want 1", n)
 	}
+	// A directory names the *.jsonl files below it, as in backtest.
+	dir := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byDir, err := runRoot(t, "report", "-o", "table", "--at-fraction", "0.6", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFiles, err := runRoot(t, append([]string{"report", "-o", "table", "--at-fraction", "0.6"}, files...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(s string) string { // the generation time differs
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(l, "generated:") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if strip(byDir) != strip(byFiles) {
+		t.Errorf("report DIR differs from report FILES:\n%s\n---\n%s", byDir, byFiles)
+	}
 	if _, err := runRoot(t, "report", "-o", "yaml", files[0]); exitCode(err) != exitUsage {
 		t.Errorf("-o yaml: %v (exit %d), want a usage error", err, exitCode(err))
 	}

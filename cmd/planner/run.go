@@ -21,8 +21,7 @@ import (
 
 type runFlags struct {
 	config      string
-	kubeconfig  string
-	context     string
+	kube        kubeFlags
 	logFormat   string
 	verbosity   int
 	printConfig bool
@@ -58,8 +57,7 @@ docs/controller.md describes everything in detail.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.config, "config", "", "component config file (PlannerConfiguration YAML); defaults when absent")
-	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, or ~/.kube/config)")
-	f.StringVar(&fl.context, "context", "", "kubeconfig context to use")
+	fl.kube.add(cmd, "")
 	f.StringVar(&fl.logFormat, "log-format", "json", "log format: json or text")
 	f.IntVarP(&fl.verbosity, "v", "v", 0, "log verbosity (0: info; higher: more detail)")
 	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective config and exit")
@@ -112,7 +110,7 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if fl.verbosity < 0 || fl.verbosity > 10 {
 		return usageErrorf("-v %d must be in [0, 10]", fl.verbosity)
 	}
-	rc, err := restConfig(fl.kubeconfig, fl.context)
+	rc, err := fl.kube.restConfig()
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,8 @@ import (
 func newSimulateCmd() *cobra.Command {
 	var (
 		traceFile, traceFormat, curvesDir, scenarioFile string
-		policies, output, outFile                       string
+		policies, outFile                               string
+		output                                          *outputFlag
 		seed                                            uint64
 		deactivate                                      bool
 		minImprovement                                  float64
@@ -64,9 +65,6 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if printDefault {
 				_, err := cmd.OutOrStdout().Write(simulator.DefaultScenarioYAML())
 				return err
-			}
-			if output != "table" && output != "json" && output != "html" {
-				return usageErrorf("--output %q: want table, json or html", output)
 			}
 			pols, err := simulator.ParsePolicies(policies)
 			if err != nil {
@@ -212,7 +210,7 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				w = f
 			}
 			bw := bufio.NewWriter(w)
-			switch output {
+			switch output.String() {
 			case "json":
 				err = cmp.WriteJSON(bw)
 			case "html":
@@ -238,9 +236,9 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.Uint64Var(&seed, "seed", 1, "seed of every random draw (default: the scenario's)")
 	fl.BoolVar(&deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
 	fl.Float64Var(&minImprovement, "min-improvement", 0.01, "what-if: the meaningful improvement (share of the metric's own value) below which a job may be called Plateaued (docs/policy.md; the controller's forecast.minImprovement)")
-	fl.StringVarP(&output, "output", "o", "table", "output: table, json or html")
+	output = addOutputFlag(cmd, formatTable, formatJSON, formatHTML)
 	fl.StringVar(&outFile, "out", "", "write the output to this file instead of standard output")
-	fl.IntVar(&limit, "limit", 0, "replay only the N earliest submissions of the trace (memory O(N); the file is still scanned)")
+	fl.IntVar(&limit, "limit", 0, "replay only the first N usable rows of the trace file and stop reading there (sorted by submission as usual); these are the N earliest submissions only in a file sorted by submission time: the Alibaba pod list is, the Pollux philly.csv is not")
 	fl.IntVar(&clusterGPUs, "cluster-gpus", 0, "trace: cluster capacity (default: the trace's mean demand / 0.85)")
 	fl.BoolVar(&singleQueue, "single-queue", false, "trace: one ClusterQueue instead of one per trace group (Philly virtual cluster, Alibaba QoS)")
 	fl.StringVar(&priorities, "priorities", "", "priority mix VALUE:SHARE,... (e.g. 0:0.8,1000:0.2; default: the scenario's, all 0 for traces)")

@@ -39,7 +39,7 @@ func runCapacityBacktest(cmd *cobra.Command, in *simulator.Input, opt simulator.
 		return err
 	}
 	w := bufio.NewWriter(cmd.OutOrStdout())
-	if o, _ := cmd.Flags().GetString("output"); o == "json" {
+	if cmd.Flags().Lookup("output").Value.String() == formatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)

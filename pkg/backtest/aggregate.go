@@ -58,8 +58,27 @@ type cutRow struct {
 	cut CutResult
 }
 
-// aggregate fills the summary sections of r from r's jobs.
+// aggregate fills the summary sections of r from r's jobs: the files
+// scored, then the per-cutoff sections over the original runs' cuts, the
+// per-run plateau section, and the incident files' summary.
 func aggregate(r *Report, jobs []Job) {
+	var originals []Job
+	r.FilesScored, originals = filesScored(jobs)
+	rows := cutRows(originals)
+
+	r.ETA = byCell(r.Cutoffs, rows, Job.dataset, hasETA, etaGroup)
+	r.FinalMetric = byCell(r.Cutoffs, rows, Job.dataset, hasFinal, finalGroup)
+	r.TimeToTarget = byCell(r.Cutoffs, rows, Job.bench, hasTimeToTarget, tttGroup)
+	r.Plateau = plateauGroups(originals)
+	r.CleanAlarms = cleanAlarms(rows)
+	r.PrematurePlateau = byCell(r.Cutoffs, rows, Job.dataset, hasGainAhead, prematureGroup)
+	r.Incidents = summariseIncidents(jobs)
+}
+
+// filesScored counts the files per dataset (incident files per
+// "incidents/TYPE") and returns them in name order, with the original
+// runs: only those are scored per cutoff.
+func filesScored(jobs []Job) ([]SetCount, []Job) {
 	counts := map[string]int{}
 	var originals []Job
 	for _, j := range jobs {
@@ -79,145 +98,171 @@ func aggregate(r *Report, jobs []Job) {
 		sets = append(sets, k)
 	}
 	sort.Strings(sets)
-	r.FilesScored = []SetCount{}
+	out := []SetCount{}
 	for _, k := range sets {
-		r.FilesScored = append(r.FilesScored, SetCount{Set: k, Files: counts[k]})
+		out = append(out, SetCount{Set: k, Files: counts[k]})
 	}
+	return out, originals
+}
 
+// cutRows flattens the original runs into one row per cutoff, in run
+// order: the unit of every per-cutoff section.
+func cutRows(originals []Job) []cutRow {
 	var rows []cutRow
 	for _, j := range originals {
 		for _, c := range j.Cuts {
 			rows = append(rows, cutRow{j, c})
 		}
 	}
-	var dsKeys, etaKeys, finalKeys, tttKeys []string
+	return rows
+}
+
+func (j Job) dataset() string { return j.Dataset }
+
+func hasETA(c CutResult) bool          { return c.ETA != nil }
+func hasFinal(c CutResult) bool        { return c.Final != nil }
+func hasTimeToTarget(c CutResult) bool { return c.TimeToTarget != nil }
+func hasGainAhead(c CutResult) bool    { return c.GainAhead != nil }
+
+// byCell summarises the rows that have a result (has) per cell of group
+// (the distinct keys, then ALL; see groups) and cutoff, in that order: the
+// one grouping every per-cutoff section uses. A cell without rows is left
+// out; with no rows at all the result is empty, not nil (a JSON []).
+func byCell[G any](cutoffs []float64, rows []cutRow, key func(Job) string,
+	has func(CutResult) bool, summarise func(group string, cut float64, cell []cutRow) G) []G {
+	var keys []string
 	for _, x := range rows {
-		dsKeys = append(dsKeys, x.job.Dataset)
-		if x.cut.ETA != nil {
-			etaKeys = append(etaKeys, x.job.Dataset)
-		}
-		if x.cut.Final != nil {
-			finalKeys = append(finalKeys, x.job.Dataset)
-		}
-		if x.cut.TimeToTarget != nil {
-			tttKeys = append(tttKeys, x.job.bench())
+		if has(x.cut) {
+			keys = append(keys, key(x.job))
 		}
 	}
-
-	r.ETA = []ETAGroup{}
-	for _, g := range groups(etaKeys) {
-		for _, cut := range r.Cutoffs {
-			grp := ETAGroup{Dataset: g, Cutoff: cut}
-			var pl, rp, ln []float64
+	out := []G{}
+	for _, g := range groups(keys) {
+		for _, cut := range cutoffs {
+			var cell []cutRow
 			for _, x := range rows {
-				e := x.cut.ETA
-				if e == nil || x.cut.Cutoff != cut || !in(g, x.job.Dataset) {
-					continue
-				}
-				grp.N++
-				if e.PlannerAPE != nil {
-					pl = append(pl, *e.PlannerAPE)
-				} else {
-					grp.PlannerUnknown++
-				}
-				if e.ReportedAPE != nil {
-					rp = append(rp, *e.ReportedAPE)
-				}
-				if e.LinearAPE != nil {
-					ln = append(ln, *e.LinearAPE)
+				if has(x.cut) && x.cut.Cutoff == cut && in(g, key(x.job)) {
+					cell = append(cell, x)
 				}
 			}
-			if grp.N == 0 {
-				continue
+			if len(cell) > 0 {
+				out = append(out, summarise(g, cut, cell))
 			}
-			grp.Planner, grp.Reported, grp.Linear = statOf(pl), statOf(rp), statOf(ln)
-			r.ETA = append(r.ETA, grp)
 		}
 	}
+	return out
+}
 
-	r.FinalMetric = []FinalGroup{}
-	for _, g := range groups(finalKeys) {
-		for _, cut := range r.Cutoffs {
-			grp := FinalGroup{Dataset: g, Cutoff: cut}
-			var pl, last, opt []float64
-			for _, x := range rows {
-				f := x.cut.Final
-				if f == nil || x.cut.Cutoff != cut || !in(g, x.job.Dataset) {
-					continue
-				}
-				grp.N++
-				pl = append(pl, f.PlannerError)
-				last = append(last, f.LastError)
-				opt = append(opt, f.OptimusError)
-				if f.PlannerFallback {
-					grp.PlannerFallback++
-				}
-				if f.OptimusFallback {
-					grp.OptimusFallback++
-				}
-				if f.Covered != nil {
-					grp.Coverage.N++
-					if *f.Covered {
-						grp.Coverage.Covered++
-					}
-				}
+// etaGroup scores the ETAs of one cell: the planner's error (and how often
+// it had no ETA) against the reported and linear baselines.
+func etaGroup(g string, cut float64, cell []cutRow) ETAGroup {
+	grp := ETAGroup{Dataset: g, Cutoff: cut, N: len(cell)}
+	var errs etaErrors
+	for _, x := range cell {
+		errs.add(x.cut.ETA)
+	}
+	grp.Planner, grp.PlannerUnknown, grp.Reported, grp.Linear = errs.stats()
+	return grp
+}
+
+// etaErrors collects ETA errors: the planner's (and how often it had no
+// ETA), the reported ETA's and the linear baseline's.
+type etaErrors struct {
+	planner, reported, linear []float64
+	plannerUnknown            int
+}
+
+func (a *etaErrors) add(e *ETAResult) {
+	if e.PlannerAPE != nil {
+		a.planner = append(a.planner, *e.PlannerAPE)
+	} else {
+		a.plannerUnknown++
+	}
+	if e.ReportedAPE != nil {
+		a.reported = append(a.reported, *e.ReportedAPE)
+	}
+	if e.LinearAPE != nil {
+		a.linear = append(a.linear, *e.LinearAPE)
+	}
+}
+
+func (a *etaErrors) stats() (planner Stat, plannerUnknown int, reported, linear Stat) {
+	return statOf(a.planner), a.plannerUnknown, statOf(a.reported), statOf(a.linear)
+}
+
+// finalGroup scores the final-value forecasts of one cell against the
+// last-value and Optimus baselines, with the planner's interval coverage.
+func finalGroup(g string, cut float64, cell []cutRow) FinalGroup {
+	grp := FinalGroup{Dataset: g, Cutoff: cut}
+	var pl, last, opt []float64
+	for _, x := range cell {
+		f := x.cut.Final
+		grp.N++
+		pl = append(pl, f.PlannerError)
+		last = append(last, f.LastError)
+		opt = append(opt, f.OptimusError)
+		if f.PlannerFallback {
+			grp.PlannerFallback++
+		}
+		if f.OptimusFallback {
+			grp.OptimusFallback++
+		}
+		if f.Covered != nil {
+			grp.Coverage.N++
+			if *f.Covered {
+				grp.Coverage.Covered++
 			}
-			if grp.N == 0 {
-				continue
-			}
-			grp.Planner, grp.Last, grp.Optimus = statOf(pl), statOf(last), statOf(opt)
-			if grp.Coverage.N > 0 {
-				grp.Coverage.Share = fptr(float64(grp.Coverage.Covered) / float64(grp.Coverage.N))
-			}
-			r.FinalMetric = append(r.FinalMetric, grp)
 		}
 	}
+	grp.Planner, grp.Last, grp.Optimus = statOf(pl), statOf(last), statOf(opt)
+	if grp.Coverage.N > 0 {
+		grp.Coverage.Share = fptr(float64(grp.Coverage.Covered) / float64(grp.Coverage.N))
+	}
+	return grp
+}
 
-	r.TimeToTarget = []TTTGroup{}
-	for _, g := range groups(tttKeys) {
-		for _, cut := range r.Cutoffs {
-			grp := TTTGroup{Benchmark: g, Cutoff: cut}
-			var pl, ln, ppl, pln []float64
-			for _, x := range rows {
-				t := x.cut.TimeToTarget
-				if t == nil || x.cut.Cutoff != cut || !in(g, x.job.bench()) {
-					continue
-				}
-				grp.N++
-				if t.PlannerAPE != nil {
-					pl = append(pl, *t.PlannerAPE)
-				} else {
-					grp.PlannerNever++
-				}
-				if t.LinearRun {
-					grp.LinearRuns++
-					if t.LinearAPE != nil {
-						ln = append(ln, *t.LinearAPE)
-					} else {
-						grp.LinearNever++
-					}
-				}
-				if t.PlannerAPE != nil && t.LinearAPE != nil {
-					ppl, pln = append(ppl, *t.PlannerAPE), append(pln, *t.LinearAPE)
-				}
+// tttGroup scores the time-to-target forecasts of one benchmark's cell
+// against the linear baseline, also on the rows where both gave a value
+// (the paired comparison).
+func tttGroup(g string, cut float64, cell []cutRow) TTTGroup {
+	grp := TTTGroup{Benchmark: g, Cutoff: cut}
+	var pl, ln, ppl, pln []float64
+	for _, x := range cell {
+		t := x.cut.TimeToTarget
+		grp.N++
+		if t.PlannerAPE != nil {
+			pl = append(pl, *t.PlannerAPE)
+		} else {
+			grp.PlannerNever++
+		}
+		if t.LinearRun {
+			grp.LinearRuns++
+			if t.LinearAPE != nil {
+				ln = append(ln, *t.LinearAPE)
+			} else {
+				grp.LinearNever++
 			}
-			if grp.N == 0 {
-				continue
-			}
-			grp.Planner, grp.Linear = statOf(pl), statOf(ln)
-			grp.Paired = PairedStat{Planner: statOf(ppl), Linear: statOf(pln)}
-			r.TimeToTarget = append(r.TimeToTarget, grp)
+		}
+		if t.PlannerAPE != nil && t.LinearAPE != nil {
+			ppl, pln = append(ppl, *t.PlannerAPE), append(pln, *t.LinearAPE)
 		}
 	}
+	grp.Planner, grp.Linear = statOf(pl), statOf(ln)
+	grp.Paired = PairedStat{Planner: statOf(ppl), Linear: statOf(pln)}
+	return grp
+}
 
-	r.Plateau = []PlateauGroup{}
-	var platKeys []string
+// plateauGroups scores plateau detection per dataset over the whole runs
+// (not per cutoff): misses, detection delay, early and false calls.
+func plateauGroups(originals []Job) []PlateauGroup {
+	out := []PlateauGroup{}
+	var keys []string
 	for _, j := range originals {
 		if j.Plateau != nil {
-			platKeys = append(platKeys, j.Dataset)
+			keys = append(keys, j.Dataset)
 		}
 	}
-	for _, g := range groups(platKeys) {
+	for _, g := range groups(keys) {
 		grp := PlateauGroup{Dataset: g}
 		var truth, delay []float64
 		for _, j := range originals {
@@ -244,11 +289,21 @@ func aggregate(r *Report, jobs []Job) {
 		}
 		grp.Truth, grp.Delay = quantilesOf(truth), quantilesOf(delay)
 		grp.FalsePositiveRate = fptr(float64(grp.FalsePositives) / float64(grp.N))
-		r.Plateau = append(r.Plateau, grp)
+		out = append(out, grp)
 	}
+	return out
+}
 
-	r.CleanAlarms = []AlarmGroup{}
-	for _, g := range groups(dsKeys) {
+// cleanAlarms counts, per dataset over all cutoffs, the hang and
+// divergence flags raised on original runs, none of which hung or
+// diverged: every flag is a false alarm.
+func cleanAlarms(rows []cutRow) []AlarmGroup {
+	out := []AlarmGroup{}
+	var keys []string
+	for _, x := range rows {
+		keys = append(keys, x.job.Dataset)
+	}
+	for _, g := range groups(keys) {
 		grp := AlarmGroup{Dataset: g}
 		for _, x := range rows {
 			if !in(g, x.job.Dataset) {
@@ -262,89 +317,9 @@ func aggregate(r *Report, jobs []Job) {
 				grp.Diverging++
 			}
 		}
-		r.CleanAlarms = append(r.CleanAlarms, grp)
+		out = append(out, grp)
 	}
-
-	r.PrematurePlateau = prematurePlateau(r.Cutoffs, dsKeys, rows)
-
-	inc := &r.Incidents
-	inc.Hang.Rows, inc.Divergence.Rows = []IncidentResult{}, []IncidentResult{}
-	inc.PlateauExtension.Rows, inc.PreemptResume.Rows = []IncidentResult{}, []IncidentResult{}
-	var hangDelay, divDelay, pextDelay, prPl, prRep, prLin []float64
-	for _, j := range jobs {
-		ir := j.IncidentResult
-		if ir == nil {
-			continue
-		}
-		row := *ir
-		row.Forecast = nil
-		switch ir.Type {
-		case "hang":
-			h := &inc.Hang
-			h.N++
-			h.Rows = append(h.Rows, row)
-			if ir.EarlyAlarmSeconds != nil {
-				h.EarlyAlarms++
-			}
-			if ir.Detected {
-				h.Detected++
-				hangDelay = append(hangDelay, *ir.DelaySeconds)
-				if ir.OnTime != nil && *ir.OnTime {
-					h.OnTime++
-				}
-			}
-		case "divergence":
-			d := &inc.Divergence
-			d.N++
-			d.Rows = append(d.Rows, row)
-			if ir.EarlyAlarmSeconds != nil {
-				d.EarlyAlarms++
-			}
-			if ir.Detected {
-				d.Detected++
-				divDelay = append(divDelay, *ir.DelaySeconds)
-				if ir.BeforeNaN != nil && *ir.BeforeNaN {
-					d.BeforeNaN++
-				}
-			}
-		case "plateau_extension":
-			p := &inc.PlateauExtension
-			p.N++
-			p.Rows = append(p.Rows, row)
-			if ir.Detected {
-				p.Detected++
-				if ir.DetectedBeforeTruth != nil && *ir.DetectedBeforeTruth {
-					p.DetectedBeforeTruth++
-				}
-			}
-			if ir.DelayFraction != nil {
-				pextDelay = append(pextDelay, *ir.DelayFraction)
-			}
-		case "preempt_resume":
-			p := &inc.PreemptResume
-			p.N++
-			p.Rows = append(p.Rows, row)
-			if e := ir.ETA; e != nil {
-				if e.PlannerAPE != nil {
-					prPl = append(prPl, *e.PlannerAPE)
-				} else {
-					p.PlannerUnknown++
-				}
-				if e.ReportedAPE != nil {
-					prRep = append(prRep, *e.ReportedAPE)
-				}
-				if e.LinearAPE != nil {
-					prLin = append(prLin, *e.LinearAPE)
-				}
-			}
-		}
-	}
-	inc.Hang.Delay = quantilesOf(hangDelay)
-	inc.Divergence.Delay = quantilesOf(divDelay)
-	inc.PlateauExtension.Delay = quantilesOf(pextDelay)
-	inc.PreemptResume.Planner = statOf(prPl)
-	inc.PreemptResume.Reported = statOf(prRep)
-	inc.PreemptResume.Linear = statOf(prLin)
+	return out
 }
 
 // prematureGain is the improvement, as a share of the objective's own
@@ -352,34 +327,114 @@ func aggregate(r *Report, jobs []Job) {
 // much ahead is premature (docs/backtest.md 3.7).
 const prematureGain = 0.02
 
-// prematurePlateau groups the cutoff forecasts by dataset and cutoff and
-// counts those flagged Plateaued while the objective still improved by
-// prematureGain of its own value by the end of the run (the best at the cut
-// against the true final value, as shared/eval/check_backtest.py does).
-func prematurePlateau(cutoffs []float64, dsKeys []string, rows []cutRow) []PrematureGroup {
-	out := []PrematureGroup{}
-	for _, g := range groups(dsKeys) {
-		for _, cut := range cutoffs {
-			grp := PrematureGroup{Dataset: g, Cutoff: cut}
-			for _, x := range rows {
-				c := x.cut
-				if !in(g, x.job.Dataset) || c.Cutoff != cut || c.GainAhead == nil {
-					continue
-				}
-				grp.Forecasts++
-				if !c.Plateaued {
-					continue
-				}
-				grp.Plateaued++
-				if *c.GainAhead >= prematureGain {
-					grp.Premature++
-				}
-			}
-			if grp.Forecasts > 0 {
-				grp.Share = fptr(float64(grp.Premature) / float64(grp.Forecasts))
-				out = append(out, grp)
+// prematureGroup counts, in one dataset-and-cutoff cell, the forecasts
+// flagged Plateaued while the objective still improved by prematureGain of
+// its own value by the end of the run (the best at the cut against the
+// true final value, as shared/eval/check_backtest.py does).
+func prematureGroup(g string, cut float64, cell []cutRow) PrematureGroup {
+	grp := PrematureGroup{Dataset: g, Cutoff: cut}
+	for _, x := range cell {
+		c := x.cut
+		grp.Forecasts++
+		if !c.Plateaued {
+			continue
+		}
+		grp.Plateaued++
+		if *c.GainAhead >= prematureGain {
+			grp.Premature++
+		}
+	}
+	grp.Share = fptr(float64(grp.Premature) / float64(grp.Forecasts))
+	return grp
+}
+
+// summariseIncidents summarises the incident files by type, each with
+// its rows (without their forecasts) in file order.
+func summariseIncidents(jobs []Job) Incidents {
+	byType := map[string][]IncidentResult{}
+	for _, j := range jobs {
+		if ir := j.IncidentResult; ir != nil {
+			row := *ir
+			row.Forecast = nil
+			byType[ir.Type] = append(byType[ir.Type], row)
+		}
+	}
+	return Incidents{
+		Hang:             hangSummary(byType["hang"]),
+		Divergence:       divergenceSummary(byType["divergence"]),
+		PlateauExtension: plateauExtSummary(byType["plateau_extension"]),
+		PreemptResume:    preemptSummary(byType["preempt_resume"]),
+	}
+}
+
+// hangSummary: how many hangs were flagged, how soon, how many in time,
+// and how many flags came before the hang began.
+func hangSummary(rows []IncidentResult) HangSummary {
+	s := HangSummary{N: len(rows), Rows: append([]IncidentResult{}, rows...)}
+	s.EarlyAlarms, s.Detected, s.OnTime, s.Delay = detections(rows,
+		func(ir IncidentResult) bool { return ir.OnTime != nil && *ir.OnTime })
+	return s
+}
+
+// divergenceSummary: how many divergences were flagged, how soon, how many
+// before the first NaN, and how many flags came before the divergence.
+func divergenceSummary(rows []IncidentResult) DivergenceSummary {
+	s := DivergenceSummary{N: len(rows), Rows: append([]IncidentResult{}, rows...)}
+	s.EarlyAlarms, s.Detected, s.BeforeNaN, s.Delay = detections(rows,
+		func(ir IncidentResult) bool { return ir.BeforeNaN != nil && *ir.BeforeNaN })
+	return s
+}
+
+// detections counts the hang or divergence incidents flagged before they
+// began (early) and after (detected, with the delays' quantiles), and of
+// the detected ones those that also pass good (in time, before the NaN).
+func detections(rows []IncidentResult, good func(IncidentResult) bool) (early, detected, goodN int, delay Quantiles) {
+	var delays []float64
+	for _, ir := range rows {
+		if ir.EarlyAlarmSeconds != nil {
+			early++
+		}
+		if ir.Detected {
+			detected++
+			delays = append(delays, *ir.DelaySeconds)
+			if good(ir) {
+				goodN++
 			}
 		}
 	}
-	return out
+	return early, detected, goodN, quantilesOf(delays)
+}
+
+// plateauExtSummary: how many extended plateaus were flagged, how many
+// before the true plateau, and the delay as a fraction of the run.
+func plateauExtSummary(rows []IncidentResult) PlateauExtSummary {
+	s := PlateauExtSummary{N: len(rows), Rows: append([]IncidentResult{}, rows...)}
+	var delay []float64
+	for _, ir := range rows {
+		if ir.Detected {
+			s.Detected++
+			if ir.DetectedBeforeTruth != nil && *ir.DetectedBeforeTruth {
+				s.DetectedBeforeTruth++
+			}
+		}
+		if ir.DelayFraction != nil {
+			delay = append(delay, *ir.DelayFraction)
+		}
+	}
+	s.Delay = quantilesOf(delay)
+	return s
+}
+
+// preemptSummary: the ETA errors after the resume, the planner's against
+// the reported and linear baselines.
+func preemptSummary(rows []IncidentResult) PreemptSummary {
+	s := PreemptSummary{N: len(rows), Rows: append([]IncidentResult{}, rows...)}
+	var errs etaErrors
+	for _, ir := range rows {
+		if ir.ETA != nil {
+			errs.add(ir.ETA)
+		}
+	}
+	s.Planner, s.PlannerUnknown, s.Reported, s.Linear = errs.stats()
+	return s
 }

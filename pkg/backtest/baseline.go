@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // cutEps is the baseline's tolerance for "t <= c".
@@ -31,7 +31,7 @@ type rep struct {
 	m   map[string]string
 }
 
-func toReps(f *forecast.HistoryFile) []rep {
+func toReps(f *progress.HistoryFile) []rep {
 	out := make([]rep, len(f.Reports))
 	for i, r := range f.Reports {
 		m := make(map[string]string, len(r.TrainerStatus.Metrics))
@@ -63,7 +63,7 @@ func (r rep) num(key string) (float64, bool) {
 
 // xkey mirrors xkey: current_step, else runInfo.progressCounter, else the
 // first of COUNTER_KEYS present in any report; "" for none (time axis).
-func xkey(hd forecast.FileHeader, reps []rep) string {
+func xkey(hd progress.FileHeader, reps []rep) string {
 	has := func(k string) bool {
 		for _, r := range reps {
 			if _, ok := r.m[k]; ok {
@@ -123,7 +123,7 @@ func series(reps []rep, metric, xk string) []obsPoint {
 
 // doneTotal mirrors done_total: current_epoch/total_epochs where
 // runInfo.progressUnit is "epochs", else current_step/total_steps.
-func doneTotal(hd forecast.FileHeader, r rep) (done float64, okDone bool, total float64, okTotal bool) {
+func doneTotal(hd progress.FileHeader, r rep) (done float64, okDone bool, total float64, okTotal bool) {
 	if hd.RunInfoString("progressUnit") == "epochs" {
 		done, okDone = r.num("current_epoch")
 		total, okTotal = r.num("total_epochs")
@@ -154,7 +154,7 @@ func reportedETA(seen []rep, c float64) (float64, bool) {
 // linearETA mirrors ETA baseline (ii): the step rate over the reports in
 // [0.8c, c] that carry the done counter (at least the last two such
 // reports): max((total - done)/rate - (c - t_last), 0).
-func linearETA(hd forecast.FileHeader, seen []rep, c float64) (float64, bool) {
+func linearETA(hd progress.FileHeader, seen []rep, c float64) (float64, bool) {
 	var win []rep
 	for _, r := range seen {
 		if _, ok, _, _ := doneTotal(hd, r); ok && r.t >= 0.8*c {

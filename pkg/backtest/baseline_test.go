@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // mkFile parses a hand-made history (JSON Lines text).
-func mkFile(t *testing.T, lines ...string) *forecast.HistoryFile {
+func mkFile(t *testing.T, lines ...string) *progress.HistoryFile {
 	t.Helper()
-	f, err := forecast.ReadHistoryFile(strings.NewReader(strings.Join(lines, "\n")))
+	f, err := progress.ReadHistoryFile(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestXKey(t *testing.T) {
 }
 
 // A job at 2 steps/s with 1000 steps; reports every 10 s.
-func etaFile(t *testing.T, progressUnit string) *forecast.HistoryFile {
+func etaFile(t *testing.T, progressUnit string) *progress.HistoryFile {
 	hdr := `{"kind":"ProgressHistory","version":1,"name":"e","runInfo":{"progressUnit":"` + progressUnit + `"},"derivedFrom":null}`
 	lines := []string{hdr}
 	for ts := 0; ts <= 100; ts += 10 {

@@ -4,21 +4,23 @@ import (
 	"math"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/forecast/curve"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Engine is the forecaster under test. The default, ForecastEngine, is the
-// planner itself (forecast.NewHistory, Observe, Fit); tests substitute
+// planner itself (progress.NewHistory, Observe, Fit); tests substitute
 // fakes with known answers.
 type Engine interface {
 	// NewRun starts one job's history. obj is the header's objective;
 	// ok=false when the header names none.
-	NewRun(obj forecast.Objective, ok bool) Replay
+	NewRun(obj progress.Objective, ok bool) Replay
 }
 
 // Replay is one job as the engine sees it: reports arrive in time order,
 // forecasts are asked for at any instant at or after the latest report.
 type Replay interface {
-	Observe(t float64, s forecast.TrainerStatus)
+	Observe(t float64, s progress.TrainerStatus)
 	// Forecast is the forecast as of now; endStep, when not nil, overrides
 	// the planned end on the progress axis (Settings.EndStep).
 	Forecast(now float64, endStep *float64) forecast.Forecast
@@ -36,8 +38,8 @@ type ForecastEngine struct {
 }
 
 // NewRun implements Engine.
-func (e ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
-	l := forecast.DefaultLimits()
+func (e ForecastEngine) NewRun(obj progress.Objective, ok bool) Replay {
+	l := progress.DefaultLimits()
 	if ok {
 		// The controller does the same with a job's declared objective.
 		l.KeepMetrics = []string{obj.Metric}
@@ -46,22 +48,22 @@ func (e ForecastEngine) NewRun(obj forecast.Objective, ok bool) Replay {
 	if e.Settings != nil {
 		s = *e.Settings
 	}
-	return &forecastRun{h: forecast.NewHistory(l), obj: obj, hasObj: ok, s: s}
+	return &forecastRun{h: progress.NewHistory(l), obj: obj, hasObj: ok, s: s}
 }
 
 type forecastRun struct {
-	h      *forecast.History
-	obj    forecast.Objective
+	h      *progress.History
+	obj    progress.Objective
 	hasObj bool
 	s      forecast.Settings
 }
 
-func (r *forecastRun) Observe(t float64, s forecast.TrainerStatus) { r.h.Observe(t, s) }
+func (r *forecastRun) Observe(t float64, s progress.TrainerStatus) { r.h.Observe(t, s) }
 
 func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast {
 	obj := r.obj
 	if !r.hasObj {
-		obj, _ = forecast.DefaultObjective(r.h)
+		obj, _ = progress.DefaultObjective(r.h)
 	}
 	s := r.s
 	s.EndStep = endStep
@@ -69,15 +71,15 @@ func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast 
 }
 
 // OptimusOnly is the Optimus baseline of the final-metric section:
-// forecast.FitCurves restricted to the "optimus" family (1/(a·x+b)+c).
+// curve.Fit restricted to the "optimus" family (1/(a·x+b)+c).
 // Like the baseline it needs at least 4 observations.
 func OptimusOnly(x, z []float64, xEnd float64) (float64, bool) {
 	if len(x) < 4 {
 		return 0, false
 	}
-	cs := forecast.DefaultCurveSettings()
+	cs := curve.DefaultSettings()
 	cs.Families = []string{"optimus"}
-	cf, err := forecast.FitCurves(forecast.CurveData{X: x, Y: z}, cs)
+	cf, err := curve.Fit(curve.Data{X: x, Y: z}, cs)
 	if err != nil {
 		return 0, false
 	}

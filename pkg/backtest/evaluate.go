@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Stream limits (docs/backtest.md).
@@ -53,7 +54,7 @@ func (e *evaluator) raw(f forecast.Forecast) *forecast.Forecast {
 // for forecasts at non-decreasing instants.
 type stream struct {
 	run   Replay
-	reps  []forecast.FileReport
+	reps  []progress.FileReport
 	next  int
 	evals int
 	// one-entry cache: repeated questions at the same instant
@@ -62,7 +63,7 @@ type stream struct {
 	lastFc   forecast.Forecast
 }
 
-func newStream(e Engine, f *forecast.HistoryFile) *stream {
+func newStream(e Engine, f *progress.HistoryFile) *stream {
 	obj, ok := f.Header.ObjectiveSpec()
 	return &stream{run: e.NewRun(obj, ok), reps: f.Reports}
 }
@@ -122,7 +123,7 @@ func ape(pred, truth float64) *float64 { return fptr(math.Abs(pred-truth) / trut
 
 // objectiveInfo is the header objective as the baseline reads it: the raw
 // metric name, sign = +1 only for "minimize", and the target.
-func objectiveInfo(hd forecast.FileHeader) (metric string, sign float64, target *float64) {
+func objectiveInfo(hd progress.FileHeader) (metric string, sign float64, target *float64) {
 	if hd.Objective == nil {
 		return "", 1, nil
 	}
@@ -134,14 +135,14 @@ func objectiveInfo(hd forecast.FileHeader) (metric string, sign float64, target 
 }
 
 // isIncident: a derived file (derivedFrom set) or one with an incident.
-func isIncident(hd forecast.FileHeader) bool {
+func isIncident(hd progress.FileHeader) bool {
 	return (hd.DerivedFrom != nil && *hd.DerivedFrom != "") || hd.IncidentType() != ""
 }
 
 var errNoReports = errors.New("no reports")
 
 // evalFile scores one history file.
-func (e *evaluator) evalFile(name string, f *forecast.HistoryFile) (Job, error) {
+func (e *evaluator) evalFile(name string, f *progress.HistoryFile) (Job, error) {
 	hd := f.Header
 	if len(f.Reports) == 0 {
 		return Job{}, errNoReports
@@ -166,170 +167,243 @@ func (e *evaluator) evalFile(name string, f *forecast.HistoryFile) (Job, error) 
 // original scores an original run: the cutoff forecasts (ETA, final
 // metric, time to target) and the streaming plateau detection, from one
 // pass over the reports.
-func (e *evaluator) original(job *Job, f *forecast.HistoryFile, reps []rep) {
-	hd := f.Header
-	T := hd.Outcome.EndSeconds
-	status := hd.Outcome.Status
-	metric, sign, target := objectiveInfo(hd)
-	xk := xkey(hd, reps)
-	var obs []obsPoint
-	if metric != "" {
-		obs = series(reps, metric, xk)
-	}
-	hasTotal := false
-	for _, r := range reps {
-		if r.p != nil {
-			hasTotal = true
-			break
-		}
-	}
-	ended := status == "completed" || status == "aborted" || status == "target_reached"
-	finalY, finalOK := hd.Outcome.FinalValue(metric)
-	var firstY, xEnd float64
-	xEndOK := false
-	if len(obs) > 0 {
-		firstY = obs[0].y
-		if xk != "" {
-			xEnd, xEndOK = reps[len(reps)-1].num(xk)
-		}
-		if !xEndOK {
-			xEndOK = true
-			if xk == "" {
-				xEnd = T
-			} else {
-				xEnd = obs[len(obs)-1].x
-			}
-		}
-	}
-	setEndStep := status == "unknown" || status == "aborted"
-
-	// Plateau ground truth.
-	var plat *PlateauResult
-	var platTotal float64
-	if len(obs) >= 3 && T > 0 {
-		if tp, ok := plateauTime(obs, sign); ok {
-			plat = &PlateauResult{TruthSeconds: tp, TruthFraction: tp / T}
-			_, platTotal = bestTotal(obs, sign, math.Inf(1))
-		}
-	}
-
-	type request struct {
-		now     float64
-		cut     int // index into e.cutoffs, or -1 for a plateau evaluation
-		plateau bool
-	}
-	var reqs []request
-	for k, fr := range e.cutoffs {
-		c := fr * T
-		if len(seen(reps, c)) == 0 {
-			continue
-		}
-		reqs = append(reqs, request{now: c, cut: k})
-	}
-	if plat != nil {
-		for _, i := range streamIndices(len(reps)) {
-			reqs = append(reqs, request{now: reps[i].t, cut: -1, plateau: true})
-		}
-	}
-	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].now < reqs[j].now })
-
+func (e *evaluator) original(job *Job, f *progress.HistoryFile, reps []rep) {
+	run := newRunTruth(f.Header, reps)
+	scan := newPlateauScan(run)
 	st := newStream(e.engine, f)
 	cuts := map[int]CutResult{}
-	platDone := false
-	lastPlatNow := math.NaN()
-	for _, rq := range reqs {
+	for _, rq := range e.requests(run, scan.res != nil) {
 		if rq.plateau {
-			if platDone || rq.now == lastPlatNow {
-				continue
-			}
-			lastPlatNow = rq.now
-			fc := st.at(rq.now)
-			plat.Evaluations++
-			if fc.Plateaued {
-				platDone = true
-				td := rq.now
-				plat.DetectedSeconds = fptr(td)
-				plat.DelayFraction = fptr((td - plat.TruthSeconds) / T)
-				if platTotal > 0 {
-					bestAt, _ := bestTotal(obs, sign, td)
-					bestEnd, _ := bestTotal(obs, sign, math.Inf(1))
-					gain := (bestAt - bestEnd) / platTotal
-					if math.IsInf(bestAt, 1) { // flagged before any observation
-						gain = 1
-					}
-					plat.GainAfterFlag = fptr(gain)
-					plat.FalsePositive = gain > plateauFPGain
-				}
-				plat.Forecast = e.raw(fc)
-			}
+			e.plateauStep(&scan, run, st, rq.now)
 			continue
 		}
-		c := rq.now
-		fc := st.at(c)
-		sn := seen(reps, c)
-		cr := CutResult{Cutoff: e.cutoffs[rq.cut], Now: c, Hung: fc.Hung, Diverging: fc.Diverging, Plateaued: fc.Plateaued, Forecast: e.raw(fc)}
-		if fc.Best != nil && *fc.Best != 0 && finalOK && !math.IsNaN(finalY) {
-			// The gain still to come, as a share of the objective's own value
-			// (docs/backtest.md 3.7).
-			cr.GainAhead = fptr(sign * (*fc.Best - finalY) / math.Abs(*fc.Best))
-		}
-
-		// 1. ETA (runs with a fixed total that ended).
-		if hasTotal && ended && T-c > 0 {
-			er := e.etaResult(hd, sn, c, T-c, fc)
-			if er.Reported != nil || er.Linear != nil {
-				cr.ETA = er
-			}
-		}
-
-		// 2. Final metric.
-		var ob []obsPoint
-		for _, o := range obs {
-			if o.t <= c+cutEps {
-				ob = append(ob, o)
-			}
-		}
-		if finalOK && len(obs) > 0 && len(ob) >= 1 && math.Abs(firstY-finalY) > 1e-12 && xEndOK && !math.IsNaN(finalY) {
-			fcF := fc
-			fr := &FinalResult{Truth: finalY, First: firstY, XEnd: xEnd, Observations: len(ob)}
-			if setEndStep {
-				fcF = st.atEnd(c, xEnd)
-				fr.EndStep = fptr(xEnd)
-				cr.FinalForecast = e.raw(fcF)
-			}
-			e.finalResult(fr, ob, sign, fcF)
-			cr.Final = fr
-		}
-
-		// 3. Time to target (runs that reached their target).
-		if target != nil && status == "target_reached" && len(ob) > 0 {
-			tr := &TTTResult{Truth: T, Observations: len(ob), LinearRun: len(ob) >= 2}
-			if fc.TimeToTarget != nil {
-				tr.PlannerBasis = fc.TimeToTarget.Basis
-			}
-			if lin, ok := linearTimeToTarget(ob, sign, *target, c); ok {
-				tr.LinearStop = fptr(lin)
-				tr.LinearAPE = ape(lin, T)
-			}
-			if tt := fc.TimeToTarget; tt != nil && tt.Known {
-				stop := c + tt.Value
-				tr.PlannerStop = fptr(stop)
-				tr.PlannerAPE = ape(stop, T)
-			}
-			cr.TimeToTarget = tr
-		}
-		cuts[rq.cut] = cr
+		cuts[rq.cut] = e.cutResult(run, st, rq.cut, rq.now)
 	}
 	for k := range e.cutoffs {
 		if cr, ok := cuts[k]; ok {
 			job.Cuts = append(job.Cuts, cr)
 		}
 	}
-	job.Plateau = plat
+	job.Plateau = scan.res
+}
+
+// runTruth is what an original run's header and reports say about it: the
+// truths its forecasts are scored against, read once per file.
+type runTruth struct {
+	hd     progress.FileHeader
+	reps   []rep
+	end    float64 // the run's end (Outcome.EndSeconds)
+	status string
+	metric string
+	sign   float64 // +1 for a minimized objective, else -1
+	target *float64
+	obs    []obsPoint // the objective's observations on the x axis
+	// hasTotal: some report gives progress, so the run had a fixed total.
+	hasTotal bool
+	// ended: the run finished on its own (completed, aborted, target reached).
+	ended bool
+	// finalY is the objective's final value (finalOK when the header has one);
+	// firstY its first observation.
+	finalY  float64
+	finalOK bool
+	firstY  float64
+	// xEnd is the x axis at the end of the run (set when there are
+	// observations).
+	xEnd float64
+	// setEndStep: the run's end is not its planned end, so the final-value
+	// forecast is asked at xEnd.
+	setEndStep bool
+}
+
+func newRunTruth(hd progress.FileHeader, reps []rep) *runTruth {
+	run := &runTruth{hd: hd, reps: reps, end: hd.Outcome.EndSeconds, status: hd.Outcome.Status}
+	run.metric, run.sign, run.target = objectiveInfo(hd)
+	xk := xkey(hd, reps)
+	if run.metric != "" {
+		run.obs = series(reps, run.metric, xk)
+	}
+	for _, r := range reps {
+		if r.p != nil {
+			run.hasTotal = true
+			break
+		}
+	}
+	run.ended = run.status == "completed" || run.status == "aborted" || run.status == "target_reached"
+	run.finalY, run.finalOK = hd.Outcome.FinalValue(run.metric)
+	if len(run.obs) > 0 {
+		run.firstY = run.obs[0].y
+		run.xEnd = axisEnd(run, xk)
+	}
+	run.setEndStep = run.status == "unknown" || run.status == "aborted"
+	return run
+}
+
+// axisEnd is the x axis at the run's end: the last report's value on the
+// axis, else the last observation's (the end time on the time axis).
+func axisEnd(run *runTruth, xk string) float64 {
+	if xk == "" {
+		return run.end
+	}
+	if x, ok := run.reps[len(run.reps)-1].num(xk); ok {
+		return x
+	}
+	return run.obs[len(run.obs)-1].x
+}
+
+// streamRequest is one instant the stream is asked for a forecast.
+type streamRequest struct {
+	now     float64
+	cut     int // index into e.cutoffs, or -1 for a plateau evaluation
+	plateau bool
+}
+
+// requests lists, in time order, the cutoffs that saw a report and, when
+// the run has a true plateau, the streaming plateau evaluations.
+func (e *evaluator) requests(run *runTruth, plateau bool) []streamRequest {
+	var reqs []streamRequest
+	for k, fr := range e.cutoffs {
+		c := fr * run.end
+		if len(seen(run.reps, c)) == 0 {
+			continue
+		}
+		reqs = append(reqs, streamRequest{now: c, cut: k})
+	}
+	if plateau {
+		for _, i := range streamIndices(len(run.reps)) {
+			reqs = append(reqs, streamRequest{now: run.reps[i].t, cut: -1, plateau: true})
+		}
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].now < reqs[j].now })
+	return reqs
+}
+
+// plateauScan follows the streaming plateau evaluations of a run up to the
+// first Plateaued flag.
+type plateauScan struct {
+	res     *PlateauResult // nil when the run has no true plateau
+	total   float64        // the run's total improvement
+	done    bool
+	lastNow float64
+}
+
+// newPlateauScan sets the ground truth: the run's plateau time, when it
+// has at least three observations and one.
+func newPlateauScan(run *runTruth) plateauScan {
+	scan := plateauScan{lastNow: math.NaN()}
+	if len(run.obs) >= 3 && run.end > 0 {
+		if tp, ok := plateauTime(run.obs, run.sign); ok {
+			scan.res = &PlateauResult{TruthSeconds: tp, TruthFraction: tp / run.end}
+			_, scan.total = bestTotal(run.obs, run.sign, math.Inf(1))
+		}
+	}
+	return scan
+}
+
+// plateauStep evaluates the plateau at now, once per instant until the
+// first flag, which it scores: the delay, and whether the best-so-far
+// still improved by more than plateauFPGain of the total after it.
+func (e *evaluator) plateauStep(scan *plateauScan, run *runTruth, st *stream, now float64) {
+	if scan.done || now == scan.lastNow {
+		return
+	}
+	scan.lastNow = now
+	fc := st.at(now)
+	plat := scan.res
+	plat.Evaluations++
+	if !fc.Plateaued {
+		return
+	}
+	scan.done = true
+	plat.DetectedSeconds = fptr(now)
+	plat.DelayFraction = fptr((now - plat.TruthSeconds) / run.end)
+	if scan.total > 0 {
+		bestAt, _ := bestTotal(run.obs, run.sign, now)
+		bestEnd, _ := bestTotal(run.obs, run.sign, math.Inf(1))
+		gain := (bestAt - bestEnd) / scan.total
+		if math.IsInf(bestAt, 1) { // flagged before any observation
+			gain = 1
+		}
+		plat.GainAfterFlag = fptr(gain)
+		plat.FalsePositive = gain > plateauFPGain
+	}
+	plat.Forecast = e.raw(fc)
+}
+
+// cutResult scores the forecast at cutoff k (instant c): the flags, the
+// gain still ahead, then the ETA, the final metric and the time to target
+// where the run allows each.
+func (e *evaluator) cutResult(run *runTruth, st *stream, k int, c float64) CutResult {
+	fc := st.at(c)
+	cr := CutResult{Cutoff: e.cutoffs[k], Now: c, Hung: fc.Hung, Diverging: fc.Diverging, Plateaued: fc.Plateaued, Forecast: e.raw(fc)}
+	if fc.Best != nil && *fc.Best != 0 && run.finalOK && !math.IsNaN(run.finalY) {
+		// The gain still to come, as a share of the objective's own value
+		// (docs/backtest.md 3.7).
+		cr.GainAhead = fptr(run.sign * (*fc.Best - run.finalY) / math.Abs(*fc.Best))
+	}
+	// 1. ETA (runs with a fixed total that ended).
+	if run.hasTotal && run.ended && run.end-c > 0 {
+		er := e.etaResult(run.hd, seen(run.reps, c), c, run.end-c, fc)
+		if er.Reported != nil || er.Linear != nil {
+			cr.ETA = er
+		}
+	}
+	var ob []obsPoint
+	for _, o := range run.obs {
+		if o.t <= c+cutEps {
+			ob = append(ob, o)
+		}
+	}
+	// 2. Final metric.
+	cr.Final, cr.FinalForecast = e.finalAt(run, st, c, ob, fc)
+	// 3. Time to target (runs that reached their target).
+	if run.target != nil && run.status == "target_reached" && len(ob) > 0 {
+		cr.TimeToTarget = tttResult(run, c, ob, fc)
+	}
+	return cr
+}
+
+// finalAt scores the final-value forecast at c from the observations ob
+// seen by then, when the run has a final value that differs from its
+// first; for a run whose end is not its planned end, the forecast is asked
+// again with the planned end at xEnd (and returned).
+func (e *evaluator) finalAt(run *runTruth, st *stream, c float64, ob []obsPoint, fc forecast.Forecast) (*FinalResult, *forecast.Forecast) {
+	scored := run.finalOK && len(run.obs) > 0 && len(ob) >= 1 && math.Abs(run.firstY-run.finalY) > 1e-12 &&
+		!math.IsNaN(run.finalY)
+	if !scored {
+		return nil, nil
+	}
+	var endFc *forecast.Forecast
+	fr := &FinalResult{Truth: run.finalY, First: run.firstY, XEnd: run.xEnd, Observations: len(ob)}
+	if run.setEndStep {
+		fc = st.atEnd(c, run.xEnd)
+		fr.EndStep = fptr(run.xEnd)
+		endFc = e.raw(fc)
+	}
+	e.finalResult(fr, ob, run.sign, fc)
+	return fr, endFc
+}
+
+// tttResult scores the planner's time to target at c, and the linear
+// baseline's, against the run's end.
+func tttResult(run *runTruth, c float64, ob []obsPoint, fc forecast.Forecast) *TTTResult {
+	tr := &TTTResult{Truth: run.end, Observations: len(ob), LinearRun: len(ob) >= 2}
+	if fc.TimeToTarget != nil {
+		tr.PlannerBasis = fc.TimeToTarget.Basis
+	}
+	if lin, ok := linearTimeToTarget(ob, run.sign, *run.target, c); ok {
+		tr.LinearStop = fptr(lin)
+		tr.LinearAPE = ape(lin, run.end)
+	}
+	if tt := fc.TimeToTarget; tt != nil && tt.Known {
+		stop := c + tt.Value
+		tr.PlannerStop = fptr(stop)
+		tr.PlannerAPE = ape(stop, run.end)
+	}
+	return tr
 }
 
 // etaResult scores the planner's ETA and the two baselines at cut c.
-func (e *evaluator) etaResult(hd forecast.FileHeader, sn []rep, c, truth float64, fc forecast.Forecast) *ETAResult {
+func (e *evaluator) etaResult(hd progress.FileHeader, sn []rep, c, truth float64, fc forecast.Forecast) *ETAResult {
 	er := &ETAResult{Truth: truth, PlannerBasis: fc.ETA.Basis}
 	if v, ok := reportedETA(sn, c); ok {
 		er.Reported, er.ReportedAPE = fptr(v), ape(v, truth)

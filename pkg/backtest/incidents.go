@@ -5,11 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // incident scores one derived incident file (docs/backtest.md, section 5).
-func (e *evaluator) incident(f *forecast.HistoryFile, reps []rep) *IncidentResult {
+func (e *evaluator) incident(f *progress.HistoryFile, reps []rep) *IncidentResult {
 	hd := f.Header
 	at, _ := hd.IncidentFloat("atSeconds")
 	ir := &IncidentResult{
@@ -73,7 +73,7 @@ func hangTimes(reps []rep, m, end float64) []float64 {
 // hang: the first instant after atSeconds at which Forecast.Hung is set;
 // on time when the delay is at most 3 × the median report interval before
 // the incident + 60 s.
-func (e *evaluator) hang(ir *IncidentResult, f *forecast.HistoryFile, reps []rep) {
+func (e *evaluator) hang(ir *IncidentResult, f *progress.HistoryFile, reps []rep) {
 	pre := seen(reps, ir.AtSeconds)
 	m := medianInterval(pre)
 	if len(pre) < 2 {
@@ -109,7 +109,7 @@ func (e *evaluator) hang(ir *IncidentResult, f *forecast.HistoryFile, reps []rep
 // divergence: the first report time at or after atSeconds with
 // Forecast.Diverging, and whether it came before the first report that
 // carries a "nan" metric value.
-func (e *evaluator) divergence(ir *IncidentResult, f *forecast.HistoryFile, reps []rep) {
+func (e *evaluator) divergence(ir *IncidentResult, f *progress.HistoryFile, reps []rep) {
 	firstNaN := math.NaN()
 	for _, r := range reps {
 		if hasNaN(r) {
@@ -153,7 +153,7 @@ func (e *evaluator) divergence(ir *IncidentResult, f *forecast.HistoryFile, reps
 // Forecast.Plateaued; detected when that is no later than the true
 // plateau + 10 % of the run's duration (flags before the true plateau
 // count as detected and are marked DetectedBeforeTruth).
-func (e *evaluator) plateauExt(ir *IncidentResult, f *forecast.HistoryFile, reps []rep) {
+func (e *evaluator) plateauExt(ir *IncidentResult, f *progress.HistoryFile, reps []rep) {
 	metric, sign, _ := objectiveInfo(f.Header)
 	obs := series(reps, metric, xkey(f.Header, reps))
 	tp, ok := plateauTime(obs, sign)
@@ -207,7 +207,7 @@ func preemptCut(reps []rep, end, resume float64) (float64, bool) {
 // preempt: ETA error at preemptCut against the truth endSeconds - cut,
 // for the planner, the reported ETA and the linear step rate (the
 // baseline's definitions).
-func (e *evaluator) preempt(ir *IncidentResult, f *forecast.HistoryFile, reps []rep) {
+func (e *evaluator) preempt(ir *IncidentResult, f *progress.HistoryFile, reps []rep) {
 	resume, ok := f.Header.IncidentFloat("resumeSeconds")
 	if !ok {
 		return

@@ -38,6 +38,7 @@ var (
 	IntervalKnobs = []Knob{
 		{"IntervalInflation", []float64{1.5, 2, 3}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},
 		{"IntervalAnnealShare", []float64{0, 0.25, 0.5}, func(s *forecast.Settings, v float64) { s.IntervalAnnealShare = v }},
+		{"IntervalHorizonPower", []float64{1, 1.5, 2}, func(s *forecast.Settings, v float64) { s.IntervalHorizonPower = v }},
 	}
 )
 
@@ -184,13 +185,15 @@ func plateauLoss(r *Report, ds string) float64 {
 }
 
 // coverageLoss: the mean distance of the 80 % intervals' coverage from
-// 80 % over the cutoffs.
+// 80 % over the cutoffs, a shortfall counting twice: an interval too
+// narrow makes the planner act on a certainty it does not have (the
+// plateau probability reads the same spread), one too wide only delays.
 func coverageLoss(r *Report, ds string) float64 {
 	var sum float64
 	n := 0
 	for _, c := range figuresOf(r, ds).Coverage {
 		if c != nil {
-			sum += math.Abs(*c - 0.8)
+			sum += 2*math.Max(0, 0.8-*c) + math.Max(0, *c-0.8)
 			n++
 		}
 	}

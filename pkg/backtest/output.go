@@ -83,9 +83,26 @@ func (t *tw) header(cells ...string) {
 }
 
 // WriteTable writes the report as Markdown tables: the same numbers as
-// the JSON, errors in percent.
+// the JSON, errors in percent, one section after the other.
 func (r *Report) WriteTable(w io.Writer) error {
 	t := &tw{w: w}
+	t.intro(r)
+	t.filesScored(r.FilesScored)
+	t.etaSection(r.ETA)
+	t.finalSection(r.FinalMetric)
+	t.tttSection(r.TimeToTarget)
+	t.plateauSection(r.Plateau)
+	t.alarmSection(r.CleanAlarms, r.PrematurePlateau)
+	t.f("\n## 6. Incidents\n\n")
+	t.hangSection(r.Incidents.Hang)
+	t.divergenceSection(r.Incidents.Divergence)
+	t.plateauExtSection(r.Incidents.PlateauExtension)
+	t.preemptSection(r.Incidents.PreemptResume)
+	return t.err
+}
+
+// intro: the source, the cutoffs and the files skipped.
+func (t *tw) intro(r *Report) {
 	cuts := make([]string, len(r.Cutoffs))
 	for i, c := range r.Cutoffs {
 		cuts[i] = cutLabel(c)
@@ -104,24 +121,33 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Skipped) > 0 {
 		t.f("\n")
 	}
+}
 
+// filesScored: the files per set.
+func (t *tw) filesScored(sets []SetCount) {
 	t.f("## Files scored\n\n")
 	t.header("set", "files")
-	for _, s := range r.FilesScored {
+	for _, s := range sets {
 		t.row(s.Set, fmt.Sprint(s.Files))
 	}
+}
 
+// etaSection: section 1, the ETA errors per dataset and cutoff.
+func (t *tw) etaSection(groups []ETAGroup) {
 	t.f("\n## 1. ETA error (%% of true remaining time; runs with a fixed total that ended)\n\n")
 	t.header("dataset", "cut", "n", "planner MAPE", "planner MdAPE", "planner unknown", "reported ETA MAPE", "reported ETA MdAPE", "linear step-rate MAPE", "linear step-rate MdAPE")
-	for _, g := range r.ETA {
+	for _, g := range groups {
 		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), fmt.Sprint(g.PlannerUnknown),
 			pct(g.Reported.Mean), pct(g.Reported.Median), pct(g.Linear.Mean), pct(g.Linear.Median))
 	}
+}
 
+// finalSection: section 2, the final-metric errors per dataset and cutoff.
+func (t *tw) finalSection(groups []FinalGroup) {
 	t.f("\n## 2. Final-metric error (%% of the run's total improvement |first - final|; mean / median)\n\n")
-	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = forecast.FitCurves with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
+	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = curve.Fit with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
 	t.header("dataset", "cut", "n", "planner", "planner fallback", "last value", "Optimus-only", "Optimus fallback", "interval coverage")
-	for _, g := range r.FinalMetric {
+	for _, g := range groups {
 		cov := "-"
 		if g.Coverage.N > 0 {
 			cov = fmt.Sprintf("%s (%d/%d)", pct(g.Coverage.Share), g.Coverage.Covered, g.Coverage.N)
@@ -129,40 +155,50 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean)+" / "+pct(g.Planner.Median), fmt.Sprint(g.PlannerFallback),
 			pct(g.Last.Mean)+" / "+pct(g.Last.Median), pct(g.Optimus.Mean)+" / "+pct(g.Optimus.Median), fmt.Sprint(g.OptimusFallback), cov)
 	}
+}
 
+// tttSection: section 3, the time-to-target errors per benchmark and cutoff.
+func (t *tw) tttSection(groups []TTTGroup) {
 	t.f("\n## 3. Time-to-target error (%% of the actual stop time; runs that reached their target)\n\n")
 	t.f("Planner: now + ETA when ETA.basis is \"target\"; otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
 	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never", "paired n", "paired planner / linear MdAPE")
-	for _, g := range r.TimeToTarget {
+	for _, g := range groups {
 		t.row(g.Benchmark, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), share(g.PlannerNever, g.N),
 			fmt.Sprint(g.LinearRuns), pct(g.Linear.Mean), pct(g.Linear.Median), share(g.LinearNever, g.LinearRuns),
 			fmt.Sprint(g.Paired.Planner.N), pct(g.Paired.Planner.Median)+" / "+pct(g.Paired.Linear.Median))
 	}
+}
 
+// plateauSection: section 4, plateau detection per dataset.
+func (t *tw) plateauSection(groups []PlateauGroup) {
 	t.f("\n## 4. Plateau detection (original runs; Fit at report times, first Plateaued)\n\n")
 	t.f("Truth = first t after which the best-so-far gains < 1 %% of the total improvement. Delay = (flag - truth) / duration, %% (negative = flagged early). False positive = the best-so-far still improved by > 5 %% of the total after the flag.\n\n")
 	t.header("dataset", "n", "truth median (frac)", "detected", "missed", "delay p10", "p25", "median", "p75", "p90", "flagged before truth", "false positives")
-	for _, g := range r.Plateau {
+	for _, g := range groups {
 		fp := share(g.FalsePositives, g.N)
 		t.row(g.Dataset, fmt.Sprint(g.N), frac(g.Truth.Median), fmt.Sprint(g.Detected), fmt.Sprint(g.Missed),
 			pct(g.Delay.P10), pct(g.Delay.P25), pct(g.Delay.Median), pct(g.Delay.P75), pct(g.Delay.P90), fmt.Sprint(g.Early), fp)
 	}
+}
 
+// alarmSection: section 5, the hang and divergence alarms and the
+// premature plateau calls on clean runs.
+func (t *tw) alarmSection(alarms []AlarmGroup, premature []PrematureGroup) {
 	t.f("\n## 5. Alarms on clean runs (the cutoff forecasts of original runs)\n\n")
 	t.header("dataset", "forecasts", "hung", "diverging")
-	for _, g := range r.CleanAlarms {
+	for _, g := range alarms {
 		t.row(g.Dataset, fmt.Sprint(g.Forecasts), share(g.Hung, g.Forecasts), share(g.Diverging, g.Forecasts))
 	}
 
 	t.f("\n### Premature plateau calls (cutoff forecasts Plateaued while the objective still improved by >= 2 %% of its own value)\n\n")
 	t.header("dataset", "cutoff", "forecasts", "plateaued", "premature")
-	for _, g := range r.PrematurePlateau {
+	for _, g := range premature {
 		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.Forecasts), fmt.Sprint(g.Plateaued), share(g.Premature, g.Forecasts))
 	}
+}
 
-	inc := r.Incidents
-	t.f("\n## 6. Incidents\n\n")
-	h := inc.Hang
+// hangSection: the hang incidents, summary line then one row each.
+func (t *tw) hangSection(h HangSummary) {
 	t.f("### hang: detected %d/%d, on time %d/%d (delay <= 3 x median report interval + 60 s), early alarms %d; delay median %s s\n\n",
 		h.Detected, h.N, h.OnTime, h.N, h.EarlyAlarms, secs(h.Delay.Median))
 	if h.N > 0 {
@@ -172,7 +208,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		t.f("\n")
 	}
-	d := inc.Divergence
+}
+
+// divergenceSection: the divergence incidents, summary line then one row each.
+func (t *tw) divergenceSection(d DivergenceSummary) {
 	t.f("### divergence: detected %d/%d, before the first nan %d/%d, early alarms %d; delay median %s s\n\n",
 		d.Detected, d.N, d.BeforeNaN, d.N, d.EarlyAlarms, secs(d.Delay.Median))
 	if d.N > 0 {
@@ -182,7 +221,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		t.f("\n")
 	}
-	p := inc.PlateauExtension
+}
+
+// plateauExtSection: the plateau_extension incidents, summary line then
+// one row each.
+func (t *tw) plateauExtSection(p PlateauExtSummary) {
 	t.f("### plateau_extension: detected %d/%d (Plateaued no later than the true plateau + 10 %% of the run; %d of them flagged before the true plateau, which counts as detected)\n\n",
 		p.Detected, p.N, p.DetectedBeforeTruth)
 	if p.N > 0 {
@@ -192,7 +235,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		t.f("\n")
 	}
-	pr := inc.PreemptResume
+}
+
+// preemptSection: the preempt_resume incidents, the ETA errors after the
+// resume then one row each.
+func (t *tw) preemptSection(pr PreemptSummary) {
 	t.f("### preempt_resume: ETA error after the resume (cut at 50 %% of endSeconds, or the first report after the resume when that is later)\n\n")
 	t.f("planner MAPE %s / MdAPE %s (n %d, unknown %d); reported ETA MAPE %s / MdAPE %s (n %d); linear step-rate MAPE %s / MdAPE %s (n %d)\n\n",
 		pct(pr.Planner.Mean), pct(pr.Planner.Median), pr.Planner.N, pr.PlannerUnknown,
@@ -208,7 +255,6 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		t.f("\n")
 	}
-	return t.err
 }
 
 func frac(v *float64) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // fakeEngine answers with known forecasts so the scoring can be checked
@@ -23,8 +24,8 @@ type fakeReplay struct {
 	n     int
 }
 
-func (e *fakeEngine) NewRun(forecast.Objective, bool) Replay { return &fakeReplay{e: e} }
-func (r *fakeReplay) Observe(t float64, _ forecast.TrainerStatus) {
+func (e *fakeEngine) NewRun(progress.Objective, bool) Replay { return &fakeReplay{e: e} }
+func (r *fakeReplay) Observe(t float64, _ progress.TrainerStatus) {
 	r.lastT, r.n = t, r.n+1
 }
 func (r *fakeReplay) Forecast(now float64, endStep *float64) forecast.Forecast {
@@ -32,8 +33,8 @@ func (r *fakeReplay) Forecast(now float64, endStep *float64) forecast.Forecast {
 }
 
 func memInput(name string, lines ...string) Input {
-	return Input{Name: name, Load: func() (*forecast.HistoryFile, error) {
-		return forecast.ReadHistoryFile(strings.NewReader(strings.Join(lines, "\n")))
+	return Input{Name: name, Load: func() (*progress.HistoryFile, error) {
+		return progress.ReadHistoryFile(strings.NewReader(strings.Join(lines, "\n")))
 	}}
 }
 
@@ -187,7 +188,7 @@ func TestEndStepForUnknownStatus(t *testing.T) {
 	}}
 	in := cleanRun()
 	load := in.Load
-	in.Load = func() (*forecast.HistoryFile, error) {
+	in.Load = func() (*progress.HistoryFile, error) {
 		f, err := load()
 		if err == nil {
 			f.Header.Outcome.Status = "unknown"

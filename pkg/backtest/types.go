@@ -224,6 +224,9 @@ type Job struct {
 	Status     string  `json:"status"`
 	EndSeconds float64 `json:"endSeconds"`
 	Reports    int     `json:"reports"`
+	// Thinned says how a file over the whole-file limits was thinned as
+	// it was read (docs/limits.md); nil when it was scored whole.
+	Thinned *Thinning `json:"thinned,omitempty"`
 	// Incident is the incident type of a derived file ("" for originals).
 	Incident string `json:"incident,omitempty"`
 

@@ -12,9 +12,11 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -92,7 +94,7 @@ func (s *Snapshot) view(wl *kueue.Workload, lqs map[string]string, gpu corev1.Re
 // forecastOf forecasts a ProgressForecast's stored history as of now with
 // its stored objective, and decodes its latest decision. Either may be nil
 // (no history yet, no decision yet).
-func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *forecast.History, *preempt.Decision, error) {
+func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *progress.History, *preempt.Decision, error) {
 	var d *preempt.Decision
 	if pf.Status.Decision != nil && len(pf.Status.Decision.Raw) > 0 {
 		d = &preempt.Decision{}
@@ -103,13 +105,13 @@ func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecas
 	if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
 		return nil, nil, d, nil
 	}
-	h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, forecast.DefaultLimits())
+	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
 	if err != nil {
 		return nil, nil, d, fmt.Errorf("ProgressForecast %s/%s: %w", pf.Namespace, pf.Name, err)
 	}
-	obj, err := forecast.ParseObjective(pf.Status.Objective)
+	obj, err := progress.ParseObjective(pf.Status.Objective)
 	if err != nil {
-		o, ok := forecast.DefaultObjective(h)
+		o, ok := progress.DefaultObjective(h)
 		if !ok {
 			return nil, h, d, nil
 		}
@@ -300,12 +302,12 @@ func PlannerViewOf(pf *v1alpha1.ProgressForecast, now time.Time) report.PlannerV
 		var d preempt.Decision
 		if err := json.Unmarshal(st.Decision.Raw, &d); err == nil {
 			nowS := float64(now.UnixNano()) / 1e9
-			add("verdict %s held for %s", d.Verdict, dur(nowS-d.VerdictSince))
+			add("verdict %s held for %s", d.Verdict, humanize.Duration(max(0, nowS-d.VerdictSince)))
 			if d.ProtectedUntil != nil {
-				add("protected (lease) for another %s", dur(*d.ProtectedUntil-nowS))
+				add("protected (lease) for another %s", humanize.Duration(max(0, *d.ProtectedUntil-nowS)))
 			}
 			if d.Distrust != nil && d.Distrust.Until > nowS {
-				add("distrusted for another %s: %s", dur(d.Distrust.Until-nowS), d.Distrust.Findings)
+				add("distrusted for another %s: %s", humanize.Duration(max(0, d.Distrust.Until-nowS)), d.Distrust.Findings)
 			}
 			if d.HeldBy != "" {
 				add("boost held by %s", d.HeldBy)
@@ -330,11 +332,4 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
-}
-
-func dur(sec float64) string {
-	if sec < 0 {
-		sec = 0
-	}
-	return (time.Duration(sec) * time.Second).Round(time.Second).String()
 }

@@ -1,6 +1,10 @@
 package forecast
 
-import "math"
+import (
+	"math"
+
+	"github.com/progress-planner/planner/pkg/forecast/curve"
+)
 
 // blended is the objective forecast actually used: the curve ensemble
 // shrunk toward persistence (the last observed value) by how well each
@@ -11,9 +15,12 @@ import "math"
 // first two thirds of the observed axis range (a hindcast), predicts the
 // held-out last third with both the curve and persistence, and weighs the
 // two by inverse mean squared error. The hindcast error also widens the
-// interval, scaled by how much further the real forecast reaches.
+// interval, scaled by how much further the real forecast reaches: a
+// wrong curve shape is a bias that grows with the distance extrapolated,
+// so the error is carried to the horizon as (horizon/hindcast span)^(p/2),
+// p = Settings.IntervalHorizonPower (2: in proportion to the distance).
 type blended struct {
-	cf      CurveFit
+	cf      curve.Ensemble
 	w       float64 // weight of the curve; 1-w goes to persistence
 	persist float64 // last observed value (oriented)
 	hErr    float64 // RMS hindcast error of the blend (oriented units)
@@ -23,13 +30,16 @@ type blended struct {
 	// target then follows the line.
 	lineBetter bool
 	hSpan      float64 // axis length of the hindcast horizon
+	inflation  float64 // Settings.IntervalInflation
+	hPower     float64 // Settings.IntervalHorizonPower
 	xLast      float64
 	lo, hi     float64 // physical bounds of the oriented metric (±Inf when none)
 }
 
 // newBlended fits the hindcast and returns the blend around cf.
-func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
-	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x, lo: math.Inf(-1), hi: math.Inf(1)}
+func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
+	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x,
+		inflation: s.IntervalInflation, hPower: s.IntervalHorizonPower}
 	b.lo, b.hi = physicalBounds(obs)
 	x0, x1 := obs[0].x, b.xLast
 	split := x0 + (x1-x0)*2/3
@@ -40,7 +50,7 @@ func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
 	if k < s.MinObjectivePoints || len(obs)-k < 2 {
 		return b
 	}
-	d := CurveData{X: make([]float64, k), Y: make([]float64, k)}
+	d := curve.Data{X: make([]float64, k), Y: make([]float64, k)}
 	for i := 0; i < k; i++ {
 		d.X[i], d.Y[i] = obs[i].x, obs[i].y
 	}
@@ -55,7 +65,7 @@ func newBlended(cf CurveFit, obs []objPoint, s Settings) blended {
 		}
 		hs.Families = append(hs.Families, m.Family)
 	}
-	hf, err := FitCurves(d, hs)
+	hf, err := curve.Fit(d, hs)
 	if err != nil || len(hf.Models) == 0 {
 		return b
 	}
@@ -117,14 +127,14 @@ func physicalBounds(obs []objPoint) (lo, hi float64) {
 }
 
 // predict returns the blended mean and predictive sd at x (oriented).
-func (b blended) predict(x float64, inflation float64) (mean, sd float64) {
+func (b blended) predict(x float64) (mean, sd float64) {
 	m, s := b.cf.Predict(x)
 	mean = b.w*m + (1-b.w)*b.persist
 	r := 1.0
 	if b.hSpan > 0 {
 		r = math.Max(1, (x-b.xLast)/b.hSpan)
 	}
-	sd = math.Sqrt(math.Pow(inflation*b.w*s, 2) + b.hErr*b.hErr*r)
+	sd = math.Sqrt(math.Pow(b.inflation*b.w*s, 2) + b.hErr*b.hErr*math.Pow(r, b.hPower))
 	mean = math.Max(mean, b.lo)
 	return mean, sd
 }

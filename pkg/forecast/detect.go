@@ -3,12 +3,14 @@ package forecast
 import (
 	"fmt"
 	"math"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // reportStats summarises how often a job normally reports: the median and
 // 95th percentile of the intervals between stored points (heartbeats that
 // repeated the previous report are collapsed and do not count).
-func reportStats(pts []Point) (med, p95 float64, ok bool) {
+func reportStats(pts []progress.Point) (med, p95 float64, ok bool) {
 	if len(pts) < 3 {
 		return 0, 0, false
 	}
@@ -36,14 +38,14 @@ func intervalStats(d []float64) (med, p95 float64, ok bool) {
 // began. A job whose counter advances only at evaluations still logs a new
 // training loss every few seconds, and a hung job logs nothing new (a stale
 // heartbeat repeats its values), so both count as activity.
-func activityTimes(h *History, axis axisKind, now float64) []float64 {
-	pts := h.points
+func activityTimes(h *progress.History, axis axisKind, now float64) []float64 {
+	pts := h.Points()
 	var out []float64
 	for i := range pts {
 		if pts[i].T > now {
 			break
 		}
-		if i == 0 || pts[i].Seg != pts[i-1].Seg || h.informative(i) {
+		if i == 0 || pts[i].Seg != pts[i-1].Seg || h.Informative(i) {
 			out = append(out, pts[i].T)
 			continue
 		}
@@ -112,10 +114,10 @@ func divergence(obs []objPoint, s Settings) (bool, string) {
 // integrity checks tenant-reported progress against the job's own step
 // history. It never trusts reported percentage or ETA; it only compares
 // them with what the counters show.
-func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Integrity {
+func integrity(h *progress.History, axis axisKind, plannerETA Estimate, now float64) Integrity {
 	var in Integrity
-	pts := h.points
-	var seen []Point
+	pts := h.Points()
+	var seen []progress.Point
 	for _, p := range pts {
 		if p.T <= now {
 			seen = append(seen, p)
@@ -151,7 +153,7 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 	}
 	// Jump: the latest increment's rate against the median historical rate,
 	// on the counter axis and on reported progress.
-	jr := math.Max(jumpRatio(seen, axis.value, 0), jumpRatio(seen, func(p Point) float64 { return p.Progress }, 0.01))
+	jr := math.Max(jumpRatio(seen, axis.value, 0), jumpRatio(seen, func(p progress.Point) float64 { return p.Progress }, 0.01))
 	if !math.IsNaN(jr) && jr > 0 {
 		in.JumpRatio = &jr
 		if jr >= 10 {
@@ -169,7 +171,7 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 		}
 	}
 	// ETA that never shrinks over the recent reports.
-	var etas []Point
+	var etas []progress.Point
 	for i := len(seen) - 1; i >= 0 && len(etas) < 8 && seen[i].Seg == last.Seg; i-- {
 		if !math.IsNaN(seen[i].ReportedETA) {
 			etas = append(etas, seen[i])
@@ -189,7 +191,7 @@ func integrity(h *History, axis axisKind, plannerETA Estimate, now float64) Inte
 // lastCounterMove is the index of the latest point of the last segment at
 // which the progress counter moved (or the segment's first point), -1 when
 // there is none.
-func lastCounterMove(pts []Point, axis axisKind) int {
+func lastCounterMove(pts []progress.Point, axis axisKind) int {
 	n := len(pts)
 	if n == 0 {
 		return -1
@@ -217,7 +219,7 @@ func lastCounterMove(pts []Point, axis axisKind) int {
 // report) are merged into the next one, and increments no larger than
 // minStep (rounding of a reported percentage) are not judged. NaN when
 // there is too little history.
-func jumpRatio(pts []Point, value func(Point) float64, minStep float64) float64 {
+func jumpRatio(pts []progress.Point, value func(progress.Point) float64, minStep float64) float64 {
 	med, _, ok := reportStats(pts)
 	minDT := 1.0
 	if ok {

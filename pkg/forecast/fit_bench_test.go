@@ -5,12 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // benchHistory builds a history from n reports of a noisy loss curve with
 // an evaluation every 10 reports; the History bound applies (512 points).
-func benchHistory(n int) *History {
-	h := NewHistory(DefaultLimits())
+func benchHistory(n int) *progress.History {
+	h := progress.NewHistory(progress.DefaultLimits())
 	rng := rand.New(rand.NewPCG(1, 2))
 	evalLoss := math.NaN()
 	for i := 0; i < n; i++ {
@@ -19,7 +21,7 @@ func benchHistory(n int) *History {
 		if i%10 == 0 {
 			evalLoss = loss + 0.05
 		}
-		h.Observe(float64(i)*5, TrainerStatus{
+		h.Observe(float64(i)*5, progress.TrainerStatus{
 			ProgressPercentage:        f64(math.Floor(100 * float64(i) / float64(n))),
 			EstimatedRemainingSeconds: f64(float64(n-i) * 5),
 			Metrics: metrics("loss", fmt.Sprintf("%.5g", loss), "eval_loss", fmt.Sprintf("%.5g", evalLoss),
@@ -34,7 +36,7 @@ func benchHistory(n int) *History {
 // objective value.
 func BenchmarkFit512(b *testing.B) {
 	h := benchHistory(512)
-	obj := Objective{Metric: "loss", Direction: Minimize}
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize}
 	now := h.LastReport()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -47,10 +49,10 @@ func BenchmarkFit512(b *testing.B) {
 // the forecast costs the same as on 512.
 func BenchmarkFit100k(b *testing.B) {
 	h := benchHistory(100000)
-	if h.Len() > DefaultLimits().MaxPoints {
+	if h.Len() > progress.DefaultLimits().MaxPoints {
 		b.Fatalf("history not bounded: %d", h.Len())
 	}
-	obj := Objective{Metric: "loss", Direction: Minimize}
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize}
 	now := h.LastReport()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -62,17 +64,17 @@ func BenchmarkFit100k(b *testing.B) {
 // BenchmarkObserve100k is the cost of appending 100,000 reports to a
 // bounded history (thinning included), per report.
 func BenchmarkObserve100k(b *testing.B) {
-	sts := make([]TrainerStatus, 1000)
+	sts := make([]progress.TrainerStatus, 1000)
 	for i := range sts {
-		sts[i] = TrainerStatus{ProgressPercentage: f64(float64(i) / 10),
+		sts[i] = progress.TrainerStatus{ProgressPercentage: f64(float64(i) / 10),
 			Metrics: metrics("loss", fmt.Sprint(1+1/float64(i+1)), "current_step", fmt.Sprint(i), "total_steps", "100000")}
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		h := NewHistory(DefaultLimits())
+		h := progress.NewHistory(progress.DefaultLimits())
 		for j := 0; j < 100000; j++ {
 			s := sts[j%1000]
-			s.Metrics = append([]MetricValue(nil), s.Metrics...)
+			s.Metrics = append([]progress.MetricValue(nil), s.Metrics...)
 			s.Metrics[1].Value = fmt.Sprint(j)
 			h.Observe(float64(j), s)
 		}

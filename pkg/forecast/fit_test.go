@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // run is a tiny generator for test histories: a loss curve
@@ -21,8 +23,8 @@ type run struct {
 	seed                  uint64
 }
 
-func (r run) history(upTo float64, mutate func(i int, t float64, s *TrainerStatus) bool) *History {
-	h := NewHistory(DefaultLimits())
+func (r run) history(upTo float64, mutate func(i int, t float64, s *progress.TrainerStatus) bool) *progress.History {
+	h := progress.NewHistory(progress.DefaultLimits())
 	rng := rand.New(rand.NewPCG(r.seed, 7))
 	for i := 0; ; i++ {
 		t := float64(i) * r.dt
@@ -35,7 +37,7 @@ func (r run) history(upTo float64, mutate func(i int, t float64, s *TrainerStatu
 			x = float64(r.flatAfter)
 		}
 		loss := r.c + r.a/(1+x/r.k) + r.noise*rng.NormFloat64()
-		s := TrainerStatus{
+		s := progress.TrainerStatus{
 			ProgressPercentage:        f64(math.Min(math.Floor(100*float64(step)/float64(r.total)), 99)),
 			EstimatedRemainingSeconds: f64(math.Round(float64(r.total-step) / float64(r.stepsPerReport) * r.dt)),
 			Metrics: metrics("loss", fmt.Sprintf("%.6g", loss), "current_step", fmt.Sprint(step),
@@ -49,7 +51,7 @@ func (r run) history(upTo float64, mutate func(i int, t float64, s *TrainerStatu
 	return h
 }
 
-var lossMin = Objective{Metric: "loss", Direction: Minimize}
+var lossMin = progress.Objective{Metric: "loss", Direction: progress.Minimize}
 
 func healthy() run {
 	return run{total: 10000, stepsPerReport: 50, dt: 10, c: 1, a: 3, k: 2000, noise: 0.005, seed: 1}
@@ -114,7 +116,7 @@ func TestFitPlateau(t *testing.T) {
 
 func TestFitDivergence(t *testing.T) {
 	r := healthy()
-	grow := func(i int, _ float64, s *TrainerStatus) bool {
+	grow := func(i int, _ float64, s *progress.TrainerStatus) bool {
 		if i >= 60 {
 			for k := range s.Metrics {
 				if s.Metrics[k].Name == "loss" {
@@ -127,7 +129,7 @@ func TestFitDivergence(t *testing.T) {
 	if f := Fit(r.history(630, grow), lossMin, 630, DefaultSettings()); !f.Diverging {
 		t.Errorf("geometric growth not flagged as divergence")
 	}
-	nan := func(i int, _ float64, s *TrainerStatus) bool {
+	nan := func(i int, _ float64, s *progress.TrainerStatus) bool {
 		if i >= 60 {
 			s.Metrics[0].Value = "nan"
 		}
@@ -143,8 +145,8 @@ func TestFitHangStaleHeartbeat(t *testing.T) {
 	r := healthy()
 	// From report 50 on, a heartbeat repeats that report's step and values
 	// with a recomputed ETA.
-	var frozen TrainerStatus
-	stale := func(i int, _ float64, s *TrainerStatus) bool {
+	var frozen progress.TrainerStatus
+	stale := func(i int, _ float64, s *progress.TrainerStatus) bool {
 		switch {
 		case i == 50:
 			frozen = *s
@@ -170,7 +172,7 @@ func TestFitHangStaleHeartbeat(t *testing.T) {
 // also stops logging new values is, after its own cadence of changes.
 func TestFitHangJudgedByTheJobsOwnCadence(t *testing.T) {
 	r := healthy()
-	evalOnly := func(i int, _ float64, s *TrainerStatus) bool {
+	evalOnly := func(i int, _ float64, s *progress.TrainerStatus) bool {
 		step := float64(50 * 20 * (i / 20))
 		for k := range s.Metrics {
 			if s.Metrics[k].Name == "current_step" {
@@ -193,7 +195,7 @@ func TestFitHangJudgedByTheJobsOwnCadence(t *testing.T) {
 
 	// Reports every 10 s but values change only every 100 s: the threshold
 	// follows the 100 s cadence of changes.
-	slow := func(i int, _ float64, s *TrainerStatus) bool {
+	slow := func(i int, _ float64, s *progress.TrainerStatus) bool {
 		k := 10 * (i / 10)
 		step := float64(50 * k)
 		s.Metrics = metrics("loss", strconv.FormatFloat(3-float64(k)/1000, 'f', -1, 64),
@@ -214,10 +216,10 @@ func TestFitIntegrityForgeries(t *testing.T) {
 	r := healthy()
 	cases := []struct {
 		name   string
-		mutate func(i int, t float64, s *TrainerStatus) bool
+		mutate func(i int, t float64, s *progress.TrainerStatus) bool
 		check  func(Integrity) bool
 	}{
-		{"instant jump to 99%", func(i int, _ float64, s *TrainerStatus) bool {
+		{"instant jump to 99%", func(i int, _ float64, s *progress.TrainerStatus) bool {
 			if i >= 40 {
 				s.ProgressPercentage = f64(99)
 				s.EstimatedRemainingSeconds = f64(5)
@@ -226,20 +228,20 @@ func TestFitIntegrityForgeries(t *testing.T) {
 		}, func(in Integrity) bool {
 			return in.ProgressWithoutSteps || (in.ReportedProgressGap != nil && *in.ReportedProgressGap > 0.5)
 		}},
-		{"progress without step movement", func(i int, _ float64, s *TrainerStatus) bool {
+		{"progress without step movement", func(i int, _ float64, s *progress.TrainerStatus) bool {
 			if i >= 30 {
 				s.Metrics[1].Value = "1500"
 			}
 			return true
 		}, func(in Integrity) bool { return in.ProgressWithoutSteps }},
-		{"step rate 100x its history", func(i int, _ float64, s *TrainerStatus) bool {
+		{"step rate 100x its history", func(i int, _ float64, s *progress.TrainerStatus) bool {
 			if i == 40 {
 				s.Metrics[1].Value = "9900"
 				s.ProgressPercentage = f64(99)
 			}
 			return i <= 40
 		}, func(in Integrity) bool { return in.JumpRatio != nil && *in.JumpRatio >= 10 }},
-		{"ETA that never shrinks", func(i int, _ float64, s *TrainerStatus) bool {
+		{"ETA that never shrinks", func(i int, _ float64, s *progress.TrainerStatus) bool {
 			s.EstimatedRemainingSeconds = f64(600)
 			return true
 		}, func(in Integrity) bool { return in.ETANotShrinking }},
@@ -260,13 +262,13 @@ func TestFitIntegrityForgeries(t *testing.T) {
 
 func TestFitTargetWithoutTotal(t *testing.T) {
 	// MLPerf-like: no total, accuracy rising to a target.
-	h := NewHistory(DefaultLimits())
+	h := progress.NewHistory(progress.DefaultLimits())
 	for i := 0; i <= 30; i++ {
 		acc := 0.8 - 0.5/(1+float64(i)/5)
-		h.Observe(float64(i*20), TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc), "samples_count", fmt.Sprint(i*1000))})
+		h.Observe(float64(i*20), progress.TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc), "samples_count", fmt.Sprint(i*1000))})
 	}
 	tgt := 0.72
-	obj := Objective{Metric: "accuracy", Direction: Maximize, Target: &tgt}
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
 	f := Fit(h, obj, 600, DefaultSettings())
 	if !f.ETA.Known || f.ETA.Basis != "target" {
 		t.Fatalf("ETA %+v notes %v", f.ETA, f.Notes)
@@ -282,7 +284,7 @@ func TestFitTargetWithoutTotal(t *testing.T) {
 	if f.PredictedFinal.Basis != "target-stop" || math.Abs(f.PredictedFinal.Value-tgt) > 0.01 {
 		t.Errorf("predicted final %+v, want about the target", f.PredictedFinal)
 	}
-	noTarget := Fit(h, Objective{Metric: "accuracy", Direction: Maximize}, 400, DefaultSettings())
+	noTarget := Fit(h, progress.Objective{Metric: "accuracy", Direction: progress.Maximize}, 400, DefaultSettings())
 	if noTarget.ETA.Known || noTarget.ETA.Why == "" {
 		t.Errorf("no total and no target: ETA must be unknown with a reason, got %+v", noTarget.ETA)
 	}
@@ -304,14 +306,14 @@ func TestFitDeterministicAndCutoffIndependent(t *testing.T) {
 }
 
 func TestFitEmptyAndGarbageNeverPanic(t *testing.T) {
-	h := NewHistory(DefaultLimits())
+	h := progress.NewHistory(progress.DefaultLimits())
 	f := Fit(h, lossMin, 0, DefaultSettings())
 	if f.ETA.Known || f.PredictedFinal.Known {
 		t.Errorf("empty history forecast claims knowledge: %+v", f)
 	}
-	h.Observe(0, TrainerStatus{Metrics: metrics("loss", "nan")})
-	h.Observe(1, TrainerStatus{ProgressPercentage: f64(50)})
-	h.Observe(2, TrainerStatus{ProgressPercentage: f64(90)})
+	h.Observe(0, progress.TrainerStatus{Metrics: metrics("loss", "nan")})
+	h.Observe(1, progress.TrainerStatus{ProgressPercentage: f64(50)})
+	h.Observe(2, progress.TrainerStatus{ProgressPercentage: f64(90)})
 	f = Fit(h, lossMin, 10, DefaultSettings())
 	if !f.Integrity.ProgressWithoutSteps {
 		t.Errorf("progress with no counter not flagged: %+v", f.Integrity)
@@ -320,7 +322,7 @@ func TestFitEmptyAndGarbageNeverPanic(t *testing.T) {
 
 func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
 	mk := func(nanMetric string) Forecast {
-		h := NewHistory(DefaultLimits())
+		h := progress.NewHistory(progress.DefaultLimits())
 		for i := 0; i <= 20; i++ {
 			acc := fmt.Sprintf("%.4f", 0.9-0.5/(1+float64(i)))
 			gn := "1.5"
@@ -332,9 +334,9 @@ func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
 					gn = "inf"
 				}
 			}
-			h.Observe(float64(i*10), TrainerStatus{Metrics: metrics("auc", acc, "grad_norm", gn, "epoch", fmt.Sprint(i))})
+			h.Observe(float64(i*10), progress.TrainerStatus{Metrics: metrics("auc", acc, "grad_norm", gn, "epoch", fmt.Sprint(i))})
 		}
-		return Fit(h, Objective{Metric: "auc", Direction: Maximize}, 200, DefaultSettings())
+		return Fit(h, progress.Objective{Metric: "auc", Direction: progress.Maximize}, 200, DefaultSettings())
 	}
 	if f := mk("auc"); !f.Diverging || !f.NonFinite {
 		t.Errorf("NaN objective not flagged: %+v", f.DivergenceReason)
@@ -343,10 +345,10 @@ func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
 		t.Errorf("inf grad_norm (fp16 loss scaling) flagged as divergence: %s", f.DivergenceReason)
 	}
 	// The encoded history keeps the NaN marks.
-	h := NewHistory(DefaultLimits())
-	h.Observe(0, TrainerStatus{Metrics: metrics("auc", "nan", "epoch", "1")})
+	h := progress.NewHistory(progress.DefaultLimits())
+	h.Observe(0, progress.TrainerStatus{Metrics: metrics("auc", "nan", "epoch", "1")})
 	b, _ := h.MarshalJSON()
-	g, err := UnmarshalHistory(b, DefaultLimits())
+	g, err := progress.UnmarshalHistory(b, progress.DefaultLimits())
 	if err != nil || len(g.Points()) != 1 || len(g.Points()[0].NaNMetrics) != 1 {
 		t.Errorf("NaN marks lost in the codec: %v %+v", err, g)
 	}

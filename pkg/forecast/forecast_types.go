@@ -1,5 +1,7 @@
 package forecast
 
+import "github.com/progress-planner/planner/pkg/progress"
+
 // Forecast is the planner's view of one job at one instant. It is the JSON
 // contract other tools build on (docs/forecast-json.md): every duration is
 // in seconds, every share is a fraction in [0,1], and a pointer field is
@@ -8,8 +10,8 @@ type Forecast struct {
 	// Now is the instant the forecast is made for, in the history's time
 	// base. A job that stopped reporting is judged at Now, not at its last
 	// report.
-	Now       float64   `json:"now"`
-	Objective Objective `json:"objective"`
+	Now       float64            `json:"now"`
+	Objective progress.Objective `json:"objective"`
 
 	// Evidence volume.
 	Reports      int `json:"reports"`      // accepted reports in the history

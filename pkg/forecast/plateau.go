@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // The plateau call.
@@ -43,11 +45,11 @@ import (
 //  9. otherwise not plateaued.
 type plateauInput struct {
 	obs  []objPoint
-	h    *History
-	obj  Objective
+	h    *progress.History
+	obj  progress.Objective
 	now  float64
 	s    Settings
-	last Point // latest point up to now
+	last progress.Point // latest point up to now
 	// curve is the curve's plateau probability and relRem its expected
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
@@ -148,7 +150,7 @@ func overfitting(in *plateauInput) (bool, string) {
 	// Training loss (minimized) from the objective's best to now.
 	tb := in.obs[bi].t
 	atBest, latest := math.NaN(), math.NaN()
-	for i, p := range in.h.points {
+	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
 		}
@@ -182,7 +184,7 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 	}
 	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
 	peak, atStart, latest := 0.0, math.NaN(), math.NaN()
-	for i, p := range in.h.points {
+	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
 		}
@@ -299,7 +301,7 @@ func stepJumps(obs []objPoint, share float64) []int {
 }
 
 // axisAt is the job's current position on the axis whose end is xEnd.
-func axisAt(p Point, xEnd float64) float64 {
+func axisAt(p progress.Point, xEnd float64) float64 {
 	if fr := p.Fraction(); !math.IsNaN(fr) {
 		return fr * xEnd
 	}

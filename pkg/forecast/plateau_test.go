@@ -5,12 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // scheduled builds a history of n reports, 10 s apart, 10 steps each, of a
 // job with a fixed total of 10*n steps: metric values come from vals(step).
-func scheduled(n int, vals func(step float64) map[string]float64) *History {
-	h := NewHistory(DefaultLimits())
+func scheduled(n int, vals func(step float64) map[string]float64) *progress.History {
+	h := progress.NewHistory(progress.DefaultLimits())
 	total := float64(10 * n)
 	for i := 0; i <= n; i++ {
 		step := float64(10 * i)
@@ -18,12 +20,14 @@ func scheduled(n int, vals func(step float64) map[string]float64) *History {
 		for name, v := range vals(step) {
 			ms = append(ms, name, strconv.FormatFloat(v, 'g', 6, 64))
 		}
-		h.Observe(float64(10*i), TrainerStatus{ProgressPercentage: f64(math.Floor(100 * step / total)), Metrics: metrics(ms...)})
+		h.Observe(float64(10*i), progress.TrainerStatus{ProgressPercentage: f64(math.Floor(100 * step / total)), Metrics: metrics(ms...)})
 	}
 	return h
 }
 
-func fitAt(h *History, obj Objective, now float64, s Settings) Forecast { return Fit(h, obj, now, s) }
+func fitAt(h *progress.History, obj progress.Objective, now float64, s Settings) Forecast {
+	return Fit(h, obj, now, s)
+}
 
 // A job flat in loss mid-run while its reported learning rate still falls
 // toward the end of its budget is annealing, not plateaued; the same flat
@@ -82,7 +86,7 @@ func TestPlateauOverfitting(t *testing.T) {
 		}
 		return ms
 	})
-	evalMin := Objective{Metric: "eval_loss", Direction: Minimize}
+	evalMin := progress.Objective{Metric: "eval_loss", Direction: progress.Minimize}
 	f := fitAt(h, evalMin, 0.8*10*n, DefaultSettings())
 	if !f.Plateaued || !strings.HasPrefix(f.PlateauReason, "overfitting") {
 		t.Errorf("overfitting not called: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
@@ -97,7 +101,7 @@ func TestPlateauOverfitting(t *testing.T) {
 // one is.
 func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
 	const n = 400 // 4000 steps, 10 s per 10 steps
-	flatFrom := func(x float64) *History {
+	flatFrom := func(x float64) *progress.History {
 		return scheduled(n, func(step float64) map[string]float64 {
 			return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, x)/700) + 0.001*math.Sin(step)}
 		})

@@ -1,6 +1,10 @@
 package forecast
 
-import "math"
+import (
+	"math"
+
+	"github.com/progress-planner/planner/pkg/progress"
+)
 
 // objPoint is one distinct observation of the objective: a report where
 // its value changed (reporters repeat cached values between evaluations).
@@ -20,7 +24,7 @@ const (
 
 // chooseAxis picks the axis that defines the job's progress: the one with a
 // known total first, so that the planned end is a point on it.
-func chooseAxis(pts []Point) axisKind {
+func chooseAxis(pts []progress.Point) axisKind {
 	var steps, epochs, counter bool
 	for i := len(pts) - 1; i >= 0 && i >= len(pts)-16; i-- {
 		p := pts[i]
@@ -47,7 +51,7 @@ func chooseAxis(pts []Point) axisKind {
 }
 
 // axisValue returns point p's position on the axis (NaN when absent).
-func (a axisKind) value(p Point) float64 {
+func (a axisKind) value(p progress.Point) float64 {
 	switch a {
 	case axisSteps, axisCount:
 		return p.Step
@@ -59,7 +63,7 @@ func (a axisKind) value(p Point) float64 {
 }
 
 // total returns the axis value at the planned end, NaN when unknown.
-func (a axisKind) total(p Point) float64 {
+func (a axisKind) total(p progress.Point) float64 {
 	switch a {
 	case axisSteps:
 		return p.TotalSteps
@@ -73,22 +77,22 @@ func (a axisKind) total(p Point) float64 {
 // objectiveSeries extracts the distinct finite observations of metric up
 // to time now, oriented by sign. Points whose axis value is missing take
 // the previous known axis value.
-func objectiveSeries(h *History, metric string, sign float64, axis axisKind, now float64) []objPoint {
-	c, ok := h.index[metric]
+func objectiveSeries(h *progress.History, metric string, sign float64, axis axisKind, now float64) []objPoint {
+	c, ok := h.MetricColumn(metric)
 	if !ok {
 		return nil
 	}
 	var out []objPoint
 	prev := math.NaN()
 	lastX := math.NaN()
-	for _, p := range h.points {
+	for _, p := range h.Points() {
 		if p.T > now {
 			break
 		}
 		if x := axis.value(p); !math.IsNaN(x) {
 			lastX = x
 		}
-		v := p.val(c)
+		v := p.Metric(c)
 		if math.IsNaN(v) {
 			prev = math.NaN()
 			continue
@@ -107,15 +111,4 @@ func objectiveSeries(h *History, metric string, sign float64, axis axisKind, now
 		out = append(out, objPoint{t: p.T, x: x, y: sign * v})
 	}
 	return out
-}
-
-// DefaultObjective is eval_loss when the job reports it, else loss, both
-// minimized; ok is false when neither is reported.
-func DefaultObjective(h *History) (Objective, bool) {
-	for _, m := range []string{"eval_loss", "loss"} {
-		if h.HasMetric(m) {
-			return Objective{Metric: m, Direction: Minimize}, true
-		}
-	}
-	return Objective{}, false
 }

@@ -2,6 +2,8 @@ package forecast
 
 import (
 	"math"
+
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Throughput estimation.
@@ -45,7 +47,7 @@ type pace struct {
 
 // paceSamples extracts intervals along axis from points. axis returns the
 // progress value of a point (NaN when absent).
-func paceSamples(pts []Point, axis func(Point) float64) []paceSample {
+func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []paceSample {
 	var out []paceSample
 	segStart := 0
 	for i := 0; i < len(pts); {

@@ -3,7 +3,7 @@ package kueueext
 // Annotations, labels and field managers the planner reads or writes.
 const (
 	// AnnotationObjective on a TrainJob names the metric to forecast:
-	// "METRIC[,minimize|maximize][,target=X]" (forecast.ParseObjective).
+	// "METRIC[,minimize|maximize][,target=X]" (progress.ParseObjective).
 	AnnotationObjective = "planner.progress.io/objective"
 	// AnnotationStopOptIn on a TrainJob ("true") opts the job in to being
 	// stopped (Workload spec.active=false) when it has stalled, where the

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // maxObjectiveAnnotation bounds the annotation value the planner parses.
@@ -26,7 +26,7 @@ var counterMetrics = map[string]bool{
 // ObjectiveChoice is the objective the planner forecasts a job with.
 type ObjectiveChoice struct {
 	// Objective is valid when Known.
-	Objective forecast.Objective
+	Objective progress.Objective
 	// Known is false when the job names no valid objective and reports
 	// neither eval_loss nor loss (yet).
 	Known bool
@@ -44,35 +44,35 @@ type ObjectiveChoice struct {
 // annotation: "METRIC[,minimize|maximize][,target=X]". The metric name is
 // canonicalized the way reports are ("evalLoss" is "eval_loss"); progress
 // counters (current_step, epoch, ...) are not objectives.
-func ParseObjectiveAnnotation(value string) (forecast.Objective, error) {
+func ParseObjectiveAnnotation(value string) (progress.Objective, error) {
 	if len(value) > maxObjectiveAnnotation {
-		return forecast.Objective{}, fmt.Errorf("annotation %s is %d bytes long (limit %d)", AnnotationObjective, len(value), maxObjectiveAnnotation)
+		return progress.Objective{}, fmt.Errorf("annotation %s is %d bytes long (limit %d)", AnnotationObjective, len(value), maxObjectiveAnnotation)
 	}
 	if !printable(value) {
-		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: only printable characters are allowed (no control or bidirectional characters)", AnnotationObjective, value)
+		return progress.Objective{}, fmt.Errorf("annotation %s=%q: only printable characters are allowed (no control or bidirectional characters)", AnnotationObjective, value)
 	}
-	o, err := forecast.ParseObjective(value)
+	o, err := progress.ParseObjective(value)
 	if err != nil {
-		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %w (want METRIC[,minimize|maximize][,target=X], e.g. \"eval_accuracy,maximize,target=0.9\")",
+		return progress.Objective{}, fmt.Errorf("annotation %s=%q: %w (want METRIC[,minimize|maximize][,target=X], e.g. \"eval_accuracy,maximize,target=0.9\")",
 			AnnotationObjective, value, err)
 	}
 	if len(o.Metric) > 128 || strings.ContainsAny(o.Metric, " \t\n\"'=") {
-		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %q is not a metric name", AnnotationObjective, value, o.Metric)
+		return progress.Objective{}, fmt.Errorf("annotation %s=%q: %q is not a metric name", AnnotationObjective, value, o.Metric)
 	}
 	if o.Target != nil && math.Abs(*o.Target) > maxObjectiveTarget {
-		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: target %g is outside [-%g, %g]", AnnotationObjective, value, *o.Target, maxObjectiveTarget, maxObjectiveTarget)
+		return progress.Objective{}, fmt.Errorf("annotation %s=%q: target %g is outside [-%g, %g]", AnnotationObjective, value, *o.Target, maxObjectiveTarget, maxObjectiveTarget)
 	}
-	o.Metric = forecast.CanonicalMetric(o.Metric)
+	o.Metric = progress.CanonicalMetric(o.Metric)
 	if counterMetrics[o.Metric] {
-		return forecast.Objective{}, fmt.Errorf("annotation %s=%q: %q is a progress counter, not an objective metric", AnnotationObjective, value, o.Metric)
+		return progress.Objective{}, fmt.Errorf("annotation %s=%q: %q is a progress counter, not an objective metric", AnnotationObjective, value, o.Metric)
 	}
 	return o, nil
 }
 
 // ResolveObjective picks a job's objective: the annotation when present
 // and valid, else the default (eval_loss when the job reports it, else
-// loss, minimized; forecast.DefaultObjective). h may be nil.
-func ResolveObjective(annotations map[string]string, h *forecast.History) ObjectiveChoice {
+// loss, minimized; progress.DefaultObjective). h may be nil.
+func ResolveObjective(annotations map[string]string, h *progress.History) ObjectiveChoice {
 	var c ObjectiveChoice
 	if v, ok := annotations[AnnotationObjective]; ok {
 		c.Annotation = v
@@ -84,7 +84,7 @@ func ResolveObjective(annotations map[string]string, h *forecast.History) Object
 		c.Err = err
 	}
 	if h != nil {
-		if o, ok := forecast.DefaultObjective(h); ok {
+		if o, ok := progress.DefaultObjective(h); ok {
 			c.Objective, c.Known, c.Source = o, true, v1alpha1.ObjectiveDefault
 		}
 	}

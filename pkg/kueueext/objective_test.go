@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 func TestParseObjectiveAnnotation(t *testing.T) {
@@ -60,13 +60,13 @@ func TestParseObjectiveAnnotation(t *testing.T) {
 	}
 }
 
-func historyWith(metrics ...string) *forecast.History {
-	h := forecast.NewHistory(forecast.Limits{})
-	var ms []forecast.MetricValue
+func historyWith(metrics ...string) *progress.History {
+	h := progress.NewHistory(progress.Limits{})
+	var ms []progress.MetricValue
 	for _, m := range metrics {
-		ms = append(ms, forecast.MetricValue{Name: m, Value: "1.5"})
+		ms = append(ms, progress.MetricValue{Name: m, Value: "1.5"})
 	}
-	h.Observe(1, forecast.TrainerStatus{Metrics: ms})
+	h.Observe(1, progress.TrainerStatus{Metrics: ms})
 	return h
 }
 
@@ -74,7 +74,7 @@ func TestResolveObjective(t *testing.T) {
 	tests := []struct {
 		name        string
 		annotations map[string]string
-		h           *forecast.History
+		h           *progress.History
 		want        string
 		source      string
 		wantErr     bool

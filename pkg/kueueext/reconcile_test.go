@@ -39,6 +39,7 @@ import (
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // These tests drive the reconciler against controller-runtime's fake client
@@ -220,7 +221,7 @@ func (f *fixture) reconcile(name string) reconcile.Result {
 	return res
 }
 
-func (f *fixture) setStatus(name string, s forecast.TrainerStatus) {
+func (f *fixture) setStatus(name string, s progress.TrainerStatus) {
 	f.t.Helper()
 	var tj trainer.TrainJob
 	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &tj); err != nil {
@@ -284,13 +285,13 @@ func localQueue() *kueue.LocalQueue {
 	return &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
 }
 
-func exampleHistory(t *testing.T, name string) *forecast.HistoryFile {
+func exampleHistory(t *testing.T, name string) *progress.HistoryFile {
 	t.Helper()
 	b, err := fs.ReadFile(examples.FS, examples.Dir+"/"+name+".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, err := forecast.ReadHistoryFile(strings.NewReader(string(b)))
+	hf, err := progress.ReadHistoryFile(strings.NewReader(string(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func exampleHistory(t *testing.T, name string) *forecast.HistoryFile {
 
 // replayInto feeds reports [from, to) at their recorded times and
 // reconciles after each.
-func (f *fixture) replayInto(name string, reports []forecast.FileReport) {
+func (f *fixture) replayInto(name string, reports []progress.FileReport) {
 	f.t.Helper()
 	for _, r := range reports {
 		f.clock.SetTime(t0.Add(time.Duration(r.T * float64(time.Second))))
@@ -366,7 +367,7 @@ func TestReconcilePlateauYields(t *testing.T) {
 	if pf2.Status.Observations != int64(n+1) {
 		t.Errorf("after restart: %d observations, want %d", pf2.Status.Observations, n+1)
 	}
-	h, err := forecast.UnmarshalHistory(pf2.Status.History.Raw, forecast.DefaultLimits())
+	h, err := progress.UnmarshalHistory(pf2.Status.History.Raw, progress.DefaultLimits())
 	if err != nil || h.Len() < n/2 {
 		t.Errorf("after restart the history has %v points (%v)", h, err)
 	}
@@ -473,8 +474,8 @@ func TestReconcileInvalidObjectiveAndGarbage(t *testing.T) {
 	f.replayInto("a", hf.Reports[:5])
 	// Garbage: unparsable and impossible values (the report is refused).
 	f.clock.Step(time.Second)
-	f.setStatus("a", forecast.TrainerStatus{ProgressPercentage: ptr.To(100.0),
-		Metrics: []forecast.MetricValue{{Name: "loss", Value: "lots"}, {Name: "current_step", Value: "-5"}}})
+	f.setStatus("a", progress.TrainerStatus{ProgressPercentage: ptr.To(100.0),
+		Metrics: []progress.MetricValue{{Name: "loss", Value: "lots"}, {Name: "current_step", Value: "-5"}}})
 	f.reconcile("a")
 	f.replayInto("a", hf.Reports[5:12]) // the planner carries on
 
@@ -551,7 +552,7 @@ func TestReconcileHealthyJobLeftAlone(t *testing.T) {
 	hf := exampleHistory(t, "synth__inverse-power")
 	verdicts := map[string]int{}
 	for _, r := range hf.Reports[:len(hf.Reports)*85/100] {
-		f.replayInto("a", []forecast.FileReport{r})
+		f.replayInto("a", []progress.FileReport{r})
 		verdicts[f.pf("a").Status.Verdict]++
 	}
 	if _, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
@@ -603,8 +604,8 @@ func TestReconcileForgedJumpEarnsNoProtection(t *testing.T) {
 
 // forgeNearDone turns a report into a claim of 99% done: percentage and
 // step counter jump, ETA one minute.
-func forgeNearDone(s forecast.TrainerStatus) forecast.TrainerStatus {
-	out := forecast.TrainerStatus{ProgressPercentage: ptr.To(99.0), EstimatedRemainingSeconds: ptr.To(60.0)}
+func forgeNearDone(s progress.TrainerStatus) progress.TrainerStatus {
+	out := progress.TrainerStatus{ProgressPercentage: ptr.To(99.0), EstimatedRemainingSeconds: ptr.To(60.0)}
 	total := ""
 	for _, m := range s.Metrics {
 		if m.Name == "total_steps" {
@@ -731,7 +732,7 @@ func TestReconcileHostileText(t *testing.T) {
 	hf := exampleHistory(t, "synth__inverse-power")
 	f.replayInto("a", hf.Reports[:5])
 	f.clock.Step(time.Second)
-	f.setStatus("a", forecast.TrainerStatus{Metrics: []forecast.MetricValue{{Name: "loss" + hostile, Value: "lots" + hostile}, {Name: "train_loss", Value: "1.5"}}})
+	f.setStatus("a", progress.TrainerStatus{Metrics: []progress.MetricValue{{Name: "loss" + hostile, Value: "lots" + hostile}, {Name: "train_loss", Value: "1.5"}}})
 	f.reconcile("a")
 	f.replayInto("a", hf.Reports[5:12])
 

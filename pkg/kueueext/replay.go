@@ -14,7 +14,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	trainerac "github.com/kubeflow/trainer/v2/pkg/client/applyconfiguration/trainer/v1alpha1"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // ReplayOptions configure Replay.
@@ -28,7 +28,7 @@ type ReplayOptions struct {
 	// OnReport, when set, is called after each report with its index and
 	// the write's error (nil when written). Returning an error stops the
 	// replay with it.
-	OnReport func(i int, r forecast.FileReport, err error) error
+	OnReport func(i int, r progress.FileReport, err error) error
 }
 
 // ErrReplayStopped wraps the error OnReport returned.
@@ -43,7 +43,7 @@ var ErrReplayStopped = errors.New("replay stopped")
 // the status server answers it with 422 and the job carries on; a missing
 // TrainJob, or any other error, stops the replay. It returns the number
 // of reports written.
-func Replay(ctx context.Context, c client.Client, key types.NamespacedName, reports []forecast.FileReport, opts ReplayOptions) (int, error) {
+func Replay(ctx context.Context, c client.Client, key types.NamespacedName, reports []progress.FileReport, opts ReplayOptions) (int, error) {
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}

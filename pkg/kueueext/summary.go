@@ -3,11 +3,8 @@ package kueueext
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,13 +12,15 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // ToForecastStatus converts a Trainer API trainerStatus into the shape
 // pkg/forecast validates (which also accepts fractional values).
-func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
-	var out forecast.TrainerStatus
+func ToForecastStatus(ts *trainer.TrainerStatus) progress.TrainerStatus {
+	var out progress.TrainerStatus
 	if ts == nil {
 		return out
 	}
@@ -34,9 +33,9 @@ func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
 		out.EstimatedRemainingSeconds = &v
 	}
 	if len(ts.Metrics) > 0 {
-		out.Metrics = make([]forecast.MetricValue, len(ts.Metrics))
+		out.Metrics = make([]progress.MetricValue, len(ts.Metrics))
 		for i, m := range ts.Metrics {
-			out.Metrics[i] = forecast.MetricValue{Name: m.Name, Value: m.Value}
+			out.Metrics[i] = progress.MetricValue{Name: m.Name, Value: m.Value}
 		}
 	}
 	if !ts.LastUpdatedTime.IsZero() {
@@ -50,7 +49,7 @@ func ToForecastStatus(ts *trainer.TrainerStatus) forecast.TrainerStatus {
 // API shape, as the Trainer status server receives it: progress and ETA
 // are integers there (progress floored, ETA rounded), and lastUpdatedTime
 // is set to at (the reporter's clock).
-func FromForecastStatus(s forecast.TrainerStatus, at time.Time) trainer.TrainerStatus {
+func FromForecastStatus(s progress.TrainerStatus, at time.Time) trainer.TrainerStatus {
 	out := trainer.TrainerStatus{LastUpdatedTime: metav1.NewTime(at)}
 	if p := s.ProgressPercentage; p != nil && !math.IsNaN(*p) {
 		v := int32(math.Max(0, math.Min(100, math.Floor(*p))))
@@ -105,37 +104,37 @@ func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
 		Integrity:       append([]string(nil), f.Integrity.Issues...),
 	}
 	if f.Progress != nil {
-		s.Progress = fmtPct(*f.Progress)
+		s.Progress = humanize.Percent(*f.Progress)
 	}
 	if f.Step != nil {
-		s.Step = fmtSig(*f.Step, 10)
+		s.Step = humanize.Number(*f.Step)
 		if f.TotalSteps != nil {
-			s.Step += "/" + fmtSig(*f.TotalSteps, 10)
+			s.Step += "/" + humanize.Number(*f.TotalSteps)
 		}
 	}
 	if f.ETA.Known {
-		s.ETA = fmtDur(f.ETA.Value)
-		s.ETARange = fmtDur(f.ETA.Lo) + "-" + fmtDur(f.ETA.Hi)
+		s.ETA = humanize.Duration(f.ETA.Value)
+		s.ETARange = humanize.Duration(f.ETA.Lo) + "–" + humanize.Duration(f.ETA.Hi)
 	}
 	if f.ReportedETA != nil {
-		s.ReportedETA = fmtDur(*f.ReportedETA)
+		s.ReportedETA = humanize.Duration(*f.ReportedETA)
 	}
 	if f.Current != nil {
-		s.Current = fmtSig(*f.Current, 4)
+		s.Current = humanize.Number(*f.Current)
 	}
 	if f.Best != nil {
-		s.Best = fmtSig(*f.Best, 4)
+		s.Best = humanize.Number(*f.Best)
 	}
 	if f.PredictedFinal.Known {
-		s.Predicted = fmtSig(f.PredictedFinal.Value, 4)
-		s.PredictedRange = fmtSig(f.PredictedFinal.Lo, 4) + "-" + fmtSig(f.PredictedFinal.Hi, 4)
+		s.Predicted = humanize.Number(f.PredictedFinal.Value)
+		s.PredictedRange = humanize.Number(f.PredictedFinal.Lo) + "–" + humanize.Number(f.PredictedFinal.Hi)
 	}
 	if f.Reports > 0 {
-		s.PlateauProbability = fmtSig(f.PlateauProbability, 2)
-		s.Confidence = fmtSig(f.Confidence, 2)
+		s.PlateauProbability = humanize.Percent(f.PlateauProbability)
+		s.Confidence = humanize.Percent(f.Confidence)
 	}
 	if f.RelativeRemaining != nil {
-		s.RelativeRemaining = fmtPct(*f.RelativeRemaining)
+		s.RelativeRemaining = humanize.Percent(*f.RelativeRemaining)
 	}
 	if f.DivergenceReason != "" {
 		s.Notes = append(s.Notes, "diverging: "+f.DivergenceReason)
@@ -154,50 +153,3 @@ func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
 }
 
 func clampInt32(n int) int32 { return int32(max(math.MinInt32, min(math.MaxInt32, n))) }
-
-// fmtSig formats x with n significant digits, without an exponent for
-// ordinary magnitudes.
-func fmtSig(x float64, n int) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	s := strconv.FormatFloat(x, 'g', n, 64)
-	if strings.Contains(s, "e") && math.Abs(x) >= 1e-4 && math.Abs(x) < 1e15 {
-		if v, err := strconv.ParseFloat(s, 64); err == nil {
-			return strconv.FormatFloat(v, 'f', -1, 64)
-		}
-	}
-	return s
-}
-
-// fmtPct formats a fraction as a percentage with one decimal.
-func fmtPct(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(x*100, 'f', 1, 64) + "%"
-}
-
-// fmtDur formats seconds compactly: "45s", "12m30s", "2h10m", "3d4h".
-func fmtDur(sec float64) string {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return ""
-	}
-	neg := sec < 0
-	s := int64(math.Round(math.Abs(sec)))
-	var out string
-	switch {
-	case s < 60:
-		out = fmt.Sprintf("%ds", s)
-	case s < 3600:
-		out = fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 48*3600:
-		out = fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
-	default:
-		out = fmt.Sprintf("%dd%dh", s/86400, (s%86400)/3600)
-	}
-	if neg {
-		return "-" + out
-	}
-	return out
-}

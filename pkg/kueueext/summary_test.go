@@ -12,6 +12,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 func TestTrainerStatusConversion(t *testing.T) {
@@ -23,7 +24,7 @@ func TestTrainerStatusConversion(t *testing.T) {
 	}
 	fs := ToForecastStatus(ts)
 	if *fs.ProgressPercentage != 45 || *fs.EstimatedRemainingSeconds != 3600 || len(fs.Metrics) != 2 ||
-		fs.Metrics[0] != (forecast.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
+		fs.Metrics[0] != (progress.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
 		t.Errorf("ToForecastStatus: %+v", fs)
 	}
 	if empty := ToForecastStatus(nil); empty.ProgressPercentage != nil || empty.Metrics != nil {
@@ -31,15 +32,15 @@ func TestTrainerStatusConversion(t *testing.T) {
 	}
 
 	// History-file values are floats: the status server's API takes integers.
-	back := FromForecastStatus(forecast.TrainerStatus{
+	back := FromForecastStatus(progress.TrainerStatus{
 		ProgressPercentage: ptr.To(99.9), EstimatedRemainingSeconds: ptr.To(12.6),
-		Metrics: []forecast.MetricValue{{Name: "eval_loss", Value: "nan"}},
+		Metrics: []progress.MetricValue{{Name: "eval_loss", Value: "nan"}},
 	}, t0)
 	if *back.ProgressPercentage != 99 || *back.EstimatedRemainingSeconds != 13 || back.Metrics[0].Value != "nan" ||
 		!back.LastUpdatedTime.Time.Equal(t0) {
 		t.Errorf("FromForecastStatus: %+v", back)
 	}
-	clamped := FromForecastStatus(forecast.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
+	clamped := FromForecastStatus(progress.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
 	if *clamped.ProgressPercentage != 100 || *clamped.EstimatedRemainingSeconds != math.MaxInt32 {
 		t.Errorf("clamping: %+v", clamped)
 	}
@@ -70,27 +71,6 @@ func TestUnixRoundTrip(t *testing.T) {
 	}
 }
 
-func TestFormatting(t *testing.T) {
-	durs := map[float64]string{0: "0s", 44.6: "45s", 750: "12m30s", 7800: "2h10m", 3*86400 + 4*3600: "3d4h", -90: "-1m30s"}
-	for in, want := range durs {
-		if got := fmtDur(in); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", in, got, want)
-		}
-	}
-	sigs := []struct {
-		x    float64
-		n    int
-		want string
-	}{{0.43125, 4, "0.4313"}, {12345.6, 4, "12350"}, {2.5e-7, 4, "2.5e-07"}, {10000, 10, "10000"}, {1.0, 4, "1"}}
-	for _, s := range sigs {
-		if got := fmtSig(s.x, s.n); got != s.want {
-			t.Errorf("fmtSig(%v, %d) = %q, want %q", s.x, s.n, got, s.want)
-		}
-	}
-	if got := fmtPct(0.4523); got != "45.2%" {
-		t.Errorf("fmtPct = %q", got)
-	}
-}
 
 func TestSummarize(t *testing.T) {
 	f := forecast.Forecast{
@@ -104,9 +84,9 @@ func TestSummarize(t *testing.T) {
 		Hung:      true, HangReason: "no progress for 600s",
 	}
 	s := Summarize(f)
-	if s.Progress != "45.2%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m-2h40m" ||
-		s.Current != "0.4313" || s.Predicted != "0.41" || s.PredictedRange != "0.4-0.425" ||
-		s.PlateauProbability != "0.93" || s.RelativeRemaining != "0.4%" || s.Confidence != "0.81" ||
+	if s.Progress != "45%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m–2h40m" ||
+		s.Current != "0.4313" || s.Predicted != "0.41" || s.PredictedRange != "0.4–0.425" ||
+		s.PlateauProbability != "93%" || s.RelativeRemaining != "0.4%" || s.Confidence != "81%" ||
 		s.Reports != 120 || !s.Hung || !slices.Equal(s.Integrity, []string{"progress jumped"}) || !s.Time.Time.Equal(t0) {
 		t.Errorf("summary %+v", s)
 	}

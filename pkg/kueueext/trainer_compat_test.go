@@ -6,7 +6,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Issue 15: the TrainJob adapter on Kubeflow Trainer v2.2 and v2.3.
@@ -48,7 +48,7 @@ func TestTrainerStatusAcrossVersions(t *testing.T) {
 				}
 				return
 			}
-			snap, rejs, ok := forecast.Parse(0, ToForecastStatus(tj.Status.TrainerStatus))
+			snap, rejs, ok := progress.Parse(0, ToForecastStatus(tj.Status.TrainerStatus))
 			if !ok || len(rejs) != 0 {
 				t.Fatalf("Parse: ok %v, rejections %v", ok, rejs)
 			}

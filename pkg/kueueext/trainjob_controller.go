@@ -35,6 +35,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Event reasons the planner emits (docs/controller.md lists them).
@@ -111,7 +112,7 @@ type jobState struct {
 
 	obj      *v1alpha1.ProgressForecast // as last written or loaded
 	work     v1alpha1.ProgressForecastStatus
-	hist     *forecast.History
+	hist     *progress.History
 	decision preempt.Decision
 
 	lastForecast time.Time
@@ -399,14 +400,14 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 			t.Time = notAfter(t.Time, now)
 		}
 	}
-	limits := forecast.DefaultLimits()
+	limits := progress.DefaultLimits()
 	limits.KeepMetrics = KeepMetrics(tj.Annotations)
-	st.hist = forecast.NewHistory(limits)
+	st.hist = progress.NewHistory(limits)
 	st.decision = preempt.Decision{}
 	st.lastForecast = time.Time{}
 	st.newData, st.urgent, st.factsKey = false, nil, ""
 	if pf.Status.History != nil && len(pf.Status.History.Raw) > 0 {
-		h, err := forecast.UnmarshalHistory(pf.Status.History.Raw, limits)
+		h, err := progress.UnmarshalHistory(pf.Status.History.Raw, limits)
 		if err != nil {
 			apimeta.SetStatusCondition(&st.work.Conditions, metav1.Condition{
 				Type: v1alpha1.ConditionHistoryValid, Status: metav1.ConditionFalse, Reason: condReasonDecodeFailed,
@@ -513,7 +514,7 @@ func (st *jobState) noteReportGap(now time.Time) {
 	st.lastAccepted = now
 }
 
-func describeRejection(r forecast.Rejection) string {
+func describeRejection(r progress.Rejection) string {
 	// Field and detail are the job's own text (metric names, values).
 	s := string(r.Reason) + " " + outputText(r.Field)
 	if r.Detail != "" {
@@ -522,7 +523,7 @@ func describeRejection(r forecast.Rejection) string {
 	return s
 }
 
-func totalRejections(m map[forecast.RejectReason]int) int {
+func totalRejections(m map[progress.RejectReason]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -761,7 +762,7 @@ func triggerLabel(why string) string {
 	return "urgent"
 }
 
-func formatCounts(m map[forecast.RejectReason]int) string {
+func formatCounts(m map[progress.RejectReason]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, string(k))
@@ -769,7 +770,7 @@ func formatCounts(m map[forecast.RejectReason]int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %d", k, m[forecast.RejectReason(k)])
+		parts[i] = fmt.Sprintf("%s: %d", k, m[progress.RejectReason(k)])
 	}
 	return "totals " + strings.Join(parts, ", ")
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -122,19 +123,22 @@ const (
 
 // Decide turns one forecast into a Decision. It is a pure function: all
 // state comes in through previous (the zero Decision for the first call)
-// and goes out in the result. The steps, in order:
+// and goes out in the result. It runs decideSteps in order over one
+// decideState:
 //
-//  1. Carry over state: end an expired protection lease (starting the lease
+//  1. carryOver: end an expired protection lease (starting the lease
 //     cooldown) and record or expire integrity distrust.
-//  2. Classify the forecast with the verdict rules (see the package doc),
-//     using previous.Verdict to choose enter or exit thresholds.
-//  3. Revoke protection if the verdict is no longer NearDone.
-//  4. Pick the verdict's boost; a lease cooldown withholds protection and an
-//     eviction cooldown withholds penalties.
-//  5. Move towards it subject to the minimum dwell and the rate cap; removing
-//     protection is never held. Grant a lease when protection starts.
-//  6. Decide Deactivate where stopping is opted in.
-//  7. Apply the mode and write the reason.
+//  2. judge: classify the forecast with the verdict rules (see the package
+//     doc), using previous.Verdict to choose enter or exit thresholds.
+//  3. revokeProtection: revoke protection if the verdict is no longer
+//     NearDone.
+//  4. pickTarget: pick the verdict's boost; a lease cooldown withholds
+//     protection and an eviction cooldown withholds penalties.
+//  5. moveBoost: move towards it subject to the minimum dwell and the rate
+//     cap; removing protection is never held. Grant a lease when
+//     protection starts.
+//  6. stopStalled: decide Deactivate where stopping is opted in.
+//  7. applyMode: apply the mode and write the reason.
 //
 // p should be valid (see Validate). If it is not, or if f.Now is not finite,
 // the previous boost and state are kept, the verdict is Unknown and the
@@ -146,156 +150,200 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 	if !finite(f.Now) {
 		return keep(previous, f.Now, p.Boosts, facts, "forecast time is not finite")
 	}
-	now := f.Now
-	eff := p.Effective(facts.Namespace, facts.ClusterQueue)
-	var prev Verdict
+	st := decideState{f: f, facts: facts, previous: previous, p: p, now: f.Now,
+		eff: p.Effective(facts.Namespace, facts.ClusterQueue)}
 	if !previous.IsZero() {
-		prev = previous.Verdict
+		st.prev = previous.Verdict
 	}
-	prevBoost := clamp(previous.AdvisedBoost, p.Boosts.Min, p.Boosts.Max)
-	d := Decision{At: now, Mode: eff.Mode, Action: ActionNone, AdvisedAction: ActionNone}
-	var notes []string
+	st.prevBoost = clamp(previous.AdvisedBoost, p.Boosts.Min, p.Boosts.Max)
+	st.d = Decision{At: st.now, Mode: st.eff.Mode, Action: ActionNone, AdvisedAction: ActionNone}
+	for _, step := range decideSteps {
+		step.run(&st)
+	}
+	return st.d
+}
 
-	// 1. Carried-over state.
-	lease := finitePtr(previous.ProtectedUntil)
-	leaseCool := finitePtr(previous.LeaseCooldownUntil)
-	leaseCooldown := p.NearDone.LeaseCooldown.Seconds()
-	if lease != nil && now >= *lease {
-		leaseCool = ptr(*lease + leaseCooldown)
-		notes = append(notes, fmt.Sprintf("protection lease expired %s ago with the job still running", fmtDur(now-*lease)))
-		lease = nil
+// decideStep is one named step of Decide.
+type decideStep struct {
+	name string
+	run  func(*decideState)
+}
+
+// decideSteps are Decide's steps, in the order its doc numbers them: the
+// state carried over from the previous decision first, then the verdict,
+// what the verdict does to protection, the boost it asks for, how far the
+// boost may move, the stop, and last the mode and the reason.
+var decideSteps = [...]decideStep{
+	{"carry over", carryOver},
+	{"verdict", judge},
+	{"revoke protection", revokeProtection},
+	{"target", pickTarget},
+	{"move boost", moveBoost},
+	{"stop", stopStalled},
+	{"mode and reason", applyMode},
+}
+
+// decideState is what Decide's steps share.
+type decideState struct {
+	f         forecast.Forecast
+	facts     Facts
+	previous  Decision
+	p         Policy
+	now       float64
+	eff       Effective
+	prev      Verdict // the previous verdict ("" for none)
+	prevBoost int32   // the previous advised boost, clamped to the policy
+	d         Decision
+	notes     []string // the reason's notes, in order
+
+	// carried over (step 1), changed by steps 3 and 5
+	lease, leaseCool *float64 // the protection lease's end and its cooldown's
+	findings         []string // the integrity findings in this forecast
+	distrust         *Distrust
+	distrustPhrase   string // an earlier finding still distrusted ("" when none)
+
+	// the verdict (step 2)
+	v        Verdict
+	evidence string
+
+	// the target (step 4)
+	minDwell  float64
+	evict     evictionState
+	exemptAt  float64 // trusted progress, projected to now
+	pastEnter bool    // exemptAt is at or past NearDone.EnterProgress
+	target    int32
+
+	// the move (step 5)
+	nChanges int // boost changes in the last hour, before this decision
+}
+
+// carryOver: an expired lease ends (its cooldown starts), and integrity
+// distrust is renewed by a finding or kept until it expires.
+func carryOver(st *decideState) {
+	now, p := st.now, &st.p
+	st.lease = finitePtr(st.previous.ProtectedUntil)
+	st.leaseCool = finitePtr(st.previous.LeaseCooldownUntil)
+	if st.lease != nil && now >= *st.lease {
+		st.leaseCool = ptr(*st.lease + p.NearDone.LeaseCooldown.Seconds())
+		st.notes = append(st.notes, fmt.Sprintf("protection lease expired %s ago with the job still running", fmtDur(now-*st.lease)))
+		st.lease = nil
 	}
-	findings := integrityFindings(&f, &p)
-	distrust := previous.Distrust
+	st.findings = integrityFindings(&st.f, p)
+	distrust := st.previous.Distrust
 	if distrust != nil && !(finite(distrust.Until) && now < distrust.Until) {
 		distrust = nil
 	}
-	if len(findings) > 0 {
+	if len(st.findings) > 0 {
 		until := now + p.Integrity.DistrustFor.Seconds()
 		if distrust != nil && distrust.Until > until {
 			until = distrust.Until
 		}
-		distrust = &Distrust{At: now, Until: until, Findings: strings.Join(findings, ", ")}
+		distrust = &Distrust{At: now, Until: until, Findings: strings.Join(st.findings, ", ")}
 		if now >= until {
 			distrust = nil // DistrustFor 0: only the current forecast counts
 		}
 	} else if distrust != nil {
 		distrust = &Distrust{At: distrust.At, Until: distrust.Until, Findings: distrust.Findings}
 	}
-	d.Distrust = distrust
-	var distrustPhrase string
-	if distrust != nil && len(findings) == 0 {
-		distrustPhrase = fmt.Sprintf("integrity finding %s ago (%s), distrusted for %s more",
+	st.distrust, st.d.Distrust = distrust, distrust
+	if distrust != nil && len(st.findings) == 0 {
+		st.distrustPhrase = fmt.Sprintf("integrity finding %s ago (%s), distrusted for %s more",
 			fmtDur(now-distrust.At), distrust.Findings, fmtDur(distrust.Until-now))
 	}
+}
 
-	// 2. Verdict.
-	in := ruleInput{f: &f, facts: &facts, p: &p, prev: prev, findings: findings, distrust: distrustPhrase}
-	v, evidence := classify(&in)
+// judge: the verdict rules decide; the verdict's age and the stall's carry
+// over while they last, and integrity findings become a note unless the
+// verdict is Untrusted (which says them already).
+func judge(st *decideState) {
+	now, d := st.now, &st.d
+	in := ruleInput{f: &st.f, facts: &st.facts, p: &st.p, prev: st.prev, findings: st.findings, distrust: st.distrustPhrase}
+	st.v, st.evidence = classify(&in)
+	v := st.v
 	d.Verdict, d.VerdictSince = v, now
-	if v == prev && finite(previous.VerdictSince) {
-		d.VerdictSince = previous.VerdictSince
+	if v == st.prev && finite(st.previous.VerdictSince) {
+		d.VerdictSince = st.previous.VerdictSince
 	}
 	if v.Stalled() {
 		since := now
-		if prev.Stalled() && previous.StalledSince != nil && finite(*previous.StalledSince) {
-			since = *previous.StalledSince
+		if st.prev.Stalled() && st.previous.StalledSince != nil && finite(*st.previous.StalledSince) {
+			since = *st.previous.StalledSince
 		}
 		d.StalledSince = &since
 	}
-	if v != Untrusted && (len(findings) > 0 || distrustPhrase != "") {
-		if len(findings) > 0 {
-			notes = append(notes, "integrity: "+strings.Join(findings, ", "))
+	if v != Untrusted && (len(st.findings) > 0 || st.distrustPhrase != "") {
+		if len(st.findings) > 0 {
+			st.notes = append(st.notes, "integrity: "+strings.Join(st.findings, ", "))
 		} else {
-			notes = append(notes, distrustPhrase)
+			st.notes = append(st.notes, st.distrustPhrase)
 		}
 	}
+}
 
-	// 3. Protection only lives in NearDone.
-	if lease != nil && v != NearDone {
-		leaseCool = ptr(now + leaseCooldown)
-		notes = append(notes, "protection revoked: the verdict left NearDone")
-		lease = nil
+// revokeProtection: protection only lives in NearDone; a lease cooldown
+// that has run out ends.
+func revokeProtection(st *decideState) {
+	if st.lease != nil && st.v != NearDone {
+		st.leaseCool = ptr(st.now + st.p.NearDone.LeaseCooldown.Seconds())
+		st.notes = append(st.notes, "protection revoked: the verdict left NearDone")
+		st.lease = nil
 	}
-	if leaseCool != nil && now >= *leaseCool {
-		leaseCool = nil
+	if st.leaseCool != nil && st.now >= *st.leaseCool {
+		st.leaseCool = nil
 	}
+}
 
-	// 4. The verdict's boost.
-	minDwell := p.Stability.MinDwell.Seconds()
-	evict := evictionCooldown(&facts, &p, now)
-	exemptAt, pastEnter := trustedProgressPast(v, &f, &p, distrust != nil)
-	exempt := pastEnter && v.Stalled() && (v == Plateaued || stopComes(v, &f, &p, eff, &facts))
+// pickTarget: the boost the verdict asks for, withheld by a lease cooldown
+// (protection), an eviction cooldown (penalties) or an exemption close to
+// the planned end (penalties), clamped to the policy's bounds.
+func pickTarget(st *decideState) {
+	now, v, p := st.now, st.v, &st.p
+	st.minDwell = p.Stability.MinDwell.Seconds()
+	st.evict = evictionCooldown(&st.facts, p, now)
+	st.exemptAt, st.pastEnter = trustedProgressPast(v, &st.f, p, st.distrust != nil)
+	exempt := st.pastEnter && v.Stalled() && (v == Plateaued || stopComes(v, &st.f, p, st.eff, &st.facts))
 	var target int32
 	switch {
 	case v == NearDone:
-		if lease == nil && leaseCool != nil {
-			notes = append(notes, fmt.Sprintf("protection cannot be re-earned for %s (lease cooldown)", fmtDur(*leaseCool-now)))
+		if st.lease == nil && st.leaseCool != nil {
+			st.notes = append(st.notes, fmt.Sprintf("protection cannot be re-earned for %s (lease cooldown)", fmtDur(*st.leaseCool-now)))
 		} else {
 			target = p.Boosts.NearDone
 		}
-	case v.Stalled() && evict.active && evict.out:
+	case v.Stalled() && st.evict.active && st.evict.out:
 		// Still out after the planner evicted it: it keeps the yield it
 		// was evicted with, or it would be readmitted at once, ahead of the
 		// work it yielded to, and yield again (thrash).
-		target = min(prevBoost, 0)
-		notes = append(notes, evict.note)
-	case v.Stalled() && evict.active:
-		notes = append(notes, evict.note)
+		target = min(st.prevBoost, 0)
+		st.notes = append(st.notes, st.evict.note)
+	case v.Stalled() && st.evict.active:
+		st.notes = append(st.notes, st.evict.note)
 	case exempt:
 		// A stall this close to the planned end costs at most the rest of
 		// the run; a preemption would waste the work since the last
 		// checkpoint. Only trusted, counter-derived progress counts.
 		note := fmt.Sprintf("no yield at %.0f%% of its planned steps (%.0f%% is reached within the %s dwell): it finishes soon",
-			100*exemptAt, 100*p.NearDone.EnterProgress, fmtDur(minDwell))
+			100*st.exemptAt, 100*p.NearDone.EnterProgress, fmtDur(st.minDwell))
 		if v != Plateaued {
 			note += "; a broken job this close to its end is stopped, not preempted"
 		}
-		notes = append(notes, note)
+		st.notes = append(st.notes, note)
 	case v.Stalled():
 		target = stallBoost(v, &p.Boosts)
 	}
-	target = clamp(target, p.Boosts.Min, p.Boosts.Max)
+	st.target = clamp(target, p.Boosts.Min, p.Boosts.Max)
+}
 
-	// 5. Dwell and rate cap.
-	// A NaN divergence acts at once; so does lifting the yield of a job the
-	// planner evicted, once it is readmitted (it must not be preempted
-	// again before new evidence arrives), and of a job this close to its
-	// end.
-	lift := prevBoost < 0 && target >= 0 && (pastEnter || v == NearDone)
-	dwellOK := now-d.VerdictSince >= minDwell || (v == Diverging && nonFinite(&f)) ||
-		(evict.active && !evict.out && prevBoost < 0 && target == 0) || lift
-	changes := recentChanges(previous.BoostChanges, now)
-	nChanges := len(changes)
-	newBoost := prevBoost
-	if target != prevBoost {
-		switch {
-		case prevBoost > 0 && target <= 0:
-			// Removing protection is never held; a penalty still waits
-			// for the dwell.
-			newBoost = target
-			if !dwellOK && target < 0 {
-				newBoost, d.HeldBy = 0, HoldDwell
-			}
-		case !dwellOK:
-			d.HeldBy = HoldDwell
-		case lift && target > 0 && nChanges < p.Stability.MaxBoostChangesPerHour:
-			// Out of the yield at once; protection still waits for the
-			// dwell like any grant.
-			newBoost, d.HeldBy = 0, HoldDwell
-		default:
-			limit := p.Stability.MaxBoostChangesPerHour
-			if target > 0 {
-				limit-- // keep room for the grant's removal
-			}
-			if nChanges >= limit {
-				d.HeldBy = HoldRateCap
-			} else {
-				newBoost = target
-			}
-		}
-	}
-	if newBoost != prevBoost {
+// moveBoost: the advised boost moves to the target as far as the dwell and
+// the rate cap allow; the change is logged for the cap, a lease is granted
+// when protection starts (and dropped otherwise), and a yielding job's
+// NearDone crossing becomes a decision deadline.
+func moveBoost(st *decideState) {
+	now, d := st.now, &st.d
+	changes := recentChanges(st.previous.BoostChanges, now)
+	st.nChanges = len(changes)
+	newBoost := nextBoost(st)
+	if newBoost != st.prevBoost {
 		changes = append(changes, now)
 	}
 	if len(changes) > maxChangeLog {
@@ -305,39 +353,90 @@ func Decide(f forecast.Forecast, facts Facts, previous Decision, p Policy) Decis
 		d.BoostChanges = changes
 	}
 	d.AdvisedBoost = newBoost
-	if newBoost > 0 && v == NearDone {
-		if lease == nil {
-			lease = ptr(now + math.Min(f.ETA.Hi*(1+p.NearDone.LeaseMargin), p.NearDone.MaxLease.Seconds()))
+	if newBoost > 0 && st.v == NearDone {
+		if st.lease == nil {
+			st.lease = ptr(now + math.Min(st.f.ETA.Hi*(1+st.p.NearDone.LeaseMargin), st.p.NearDone.MaxLease.Seconds()))
 		}
 	} else {
-		lease = nil
+		st.lease = nil
 	}
-	d.ProtectedUntil, d.LeaseCooldownUntil = lease, leaseCool
-	if newBoost < 0 && facts.AdmittedAt != nil && !pastEnter {
+	d.ProtectedUntil, d.LeaseCooldownUntil = st.lease, st.leaseCool
+	if newBoost < 0 && st.facts.AdmittedAt != nil && !st.pastEnter {
 		// (Past it already, the job yields for a reason that no crossing
 		// changes: a broken job no stop will end, or distrust.)
-		d.NearDoneAt = nearDoneCrossing(v, &f, &p)
+		d.NearDoneAt = nearDoneCrossing(st.v, &st.f, &st.p)
 	}
+}
 
-	// 6. Stop.
-	if v.Stalled() {
-		if note := decideStop(&d, &f, &facts, &p, eff, evict.active); note != "" {
-			notes = append(notes, note)
+// nextBoost is the advised boost after the dwell and the rate cap, setting
+// HeldBy when they hold it back.
+func nextBoost(st *decideState) int32 {
+	v, target, prevBoost, d := st.v, st.target, st.prevBoost, &st.d
+	if target == prevBoost {
+		return prevBoost
+	}
+	// A NaN divergence acts at once; so does lifting the yield of a job the
+	// planner evicted, once it is readmitted (it must not be preempted
+	// again before new evidence arrives), and of a job this close to its
+	// end.
+	lift := prevBoost < 0 && target >= 0 && (st.pastEnter || v == NearDone)
+	dwellOK := st.now-d.VerdictSince >= st.minDwell || (v == Diverging && nonFinite(&st.f)) ||
+		(st.evict.active && !st.evict.out && prevBoost < 0 && target == 0) || lift
+	maxRate := st.p.Stability.MaxBoostChangesPerHour
+	switch {
+	case prevBoost > 0 && target <= 0:
+		// Removing protection is never held; a penalty still waits
+		// for the dwell.
+		if !dwellOK && target < 0 {
+			d.HeldBy = HoldDwell
+			return 0
 		}
+		return target
+	case !dwellOK:
+		d.HeldBy = HoldDwell
+		return prevBoost
+	case lift && target > 0 && st.nChanges < maxRate:
+		// Out of the yield at once; protection still waits for the
+		// dwell like any grant.
+		d.HeldBy = HoldDwell
+		return 0
 	}
+	limit := maxRate
+	if target > 0 {
+		limit-- // keep room for the grant's removal
+	}
+	if st.nChanges >= limit {
+		d.HeldBy = HoldRateCap
+		return prevBoost
+	}
+	return target
+}
 
-	// 7. Mode and reason.
-	if eff.Mode == ModeEnforce {
+// stopStalled: a stalled job gets the advised Deactivate where stopping applies
+// and every condition holds; the note says which did not.
+func stopStalled(st *decideState) {
+	if !st.v.Stalled() {
+		return
+	}
+	if note := decideStop(&st.d, &st.f, &st.facts, &st.p, st.eff, st.evict.active); note != "" {
+		st.notes = append(st.notes, note)
+	}
+}
+
+// applyMode: enforce mode applies the advised boost and action (advise
+// mode leaves 0 and None); the reason explains it all on one line.
+func applyMode(st *decideState) {
+	d := &st.d
+	if st.eff.Mode == ModeEnforce {
 		d.Boost, d.Action = d.AdvisedBoost, d.AdvisedAction
 	}
-	d.EffectivePriority = addSaturating(facts.BasePriority, d.Boost)
-	d.Reason = buildReason(&d, reasonParts{
-		verdict: v, evidence: evidence, target: target, eff: eff, facts: facts,
-		dwell: now - d.VerdictSince, minDwell: minDwell,
-		changes: nChanges, maxRate: p.Stability.MaxBoostChangesPerHour,
-		notes: notes,
+	d.EffectivePriority = queueorder.EffectivePriority(st.facts.BasePriority, d.Boost)
+	d.Reason = buildReason(d, reasonParts{
+		verdict: st.v, evidence: st.evidence, target: st.target, eff: st.eff, facts: st.facts,
+		dwell: st.now - d.VerdictSince, minDwell: st.minDwell,
+		changes: st.nChanges, maxRate: st.p.Stability.MaxBoostChangesPerHour,
+		notes: st.notes,
 	})
-	return d
 }
 
 // decideStop sets the advised Deactivate when every condition holds and
@@ -519,7 +618,7 @@ func keep(previous Decision, now float64, b Boosts, facts Facts, why string) Dec
 		d.Boost = clamp(d.Boost, b.Min, b.Max)
 		d.AdvisedBoost = clamp(d.AdvisedBoost, b.Min, b.Max)
 	}
-	d.EffectivePriority = addSaturating(facts.BasePriority, d.Boost)
+	d.EffectivePriority = queueorder.EffectivePriority(facts.BasePriority, d.Boost)
 	d.BoostChanges = slices.Clone(previous.BoostChanges)
 	d.ProtectedUntil = clonePtr(previous.ProtectedUntil)
 	d.LeaseCooldownUntil = clonePtr(previous.LeaseCooldownUntil)
@@ -553,11 +652,6 @@ func recentChanges(ts []float64, now float64) []float64 {
 }
 
 func clamp(b, lo, hi int32) int32 { return max(lo, min(hi, b)) }
-
-func addSaturating(a, b int32) int32 {
-	s := int64(a) + int64(b)
-	return int32(max(math.MinInt32, min(math.MaxInt32, s)))
-}
 
 func ptr(x float64) *float64 { return &x }
 

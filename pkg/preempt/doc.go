@@ -13,6 +13,12 @@
 // first time). The Decision carries all the state the next call needs and
 // serializes to JSON.
 //
+// Decide runs an ordered table of named steps (decideSteps in decide.go,
+// numbered in Decide's doc): carry over the previous state, judge the
+// verdict (the rules below), revoke protection, pick the verdict's boost,
+// move towards it under the dwell and the rate cap, decide the stop, and
+// apply the mode and write the reason.
+//
 // # Verdict rules
 //
 // The verdict is the first of these rules that matches (verdictRules in

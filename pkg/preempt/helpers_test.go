@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // t0 is an arbitrary origin: Decide must not care about the time base.
@@ -18,7 +19,7 @@ func fp(x float64) *float64 { return &x }
 func fcProgressing(now float64) forecast.Forecast {
 	return forecast.Forecast{
 		Now:                  now,
-		Objective:            forecast.Objective{Metric: "eval_loss", Direction: forecast.Minimize},
+		Objective:            progress.Objective{Metric: "eval_loss", Direction: progress.Minimize},
 		Reports:              50,
 		Segments:             1,
 		ObjectivePts:         50,

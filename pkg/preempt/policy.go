@@ -301,11 +301,26 @@ func (p Policy) YAML() ([]byte, error) { return yaml.Marshal(p) }
 
 // Validate reports every rule the policy breaks, each naming the field, its
 // value and the rule. The error wraps ErrInvalidPolicy.
+//
+// The sections are checked in the order of the policy's fields; a rule
+// that relates two sections is checked with the later one.
 func (p Policy) Validate() error {
 	var v validator
 	v.mode("mode", p.Mode, false)
+	v.boosts(p.Boosts)
+	v.evidence(p.Evidence)
+	v.plateau(p.Plateau)
+	v.nearDone(p.NearDone)
+	v.integrity(p.Integrity)
+	v.stability(p.Stability)
+	v.stop(p.Stop, p.Stability)
+	v.overrides(p.Overrides)
+	return v.err()
+}
 
-	b := p.Boosts
+// boosts: within ±MaxBoostMagnitude, penalties never positive nor below
+// boosts.min, protection never negative nor above boosts.max.
+func (v *validator) boosts(b Boosts) {
 	if b.Min > 0 || b.Min < -MaxBoostMagnitude {
 		v.addf("boosts.min", "%d must be in [-%d, 0]", b.Min, MaxBoostMagnitude)
 	}
@@ -327,8 +342,11 @@ func (p Policy) Validate() error {
 	} else if b.NearDone > b.Max {
 		v.addf("boosts.nearDone", "%d is above boosts.max %d", b.NearDone, b.Max)
 	}
+}
 
-	e := p.Evidence
+// evidence: at least one report, a confidence floor in [0, 1] and a margin
+// below it.
+func (v *validator) evidence(e EvidencePolicy) {
 	if e.MinReports < 1 {
 		v.addf("evidence.minReports", "%d must be at least 1", e.MinReports)
 	}
@@ -337,8 +355,11 @@ func (p Policy) Validate() error {
 	if !(e.ConfidenceMargin >= 0 && e.ConfidenceMargin <= e.ConfidenceFloor) {
 		v.addf("evidence.confidenceMargin", "%g must be in [0, evidence.confidenceFloor %g]", e.ConfidenceMargin, e.ConfidenceFloor)
 	}
+}
 
-	pl := p.Plateau
+// plateau: probabilities in [0, 1] and remaining shares non-negative, the
+// exit thresholds on the far side of the enter thresholds (hysteresis).
+func (v *validator) plateau(pl PlateauPolicy) {
 	v.fraction("plateau.enterProbability", pl.EnterProbability)
 	v.fraction("plateau.exitProbability", pl.ExitProbability)
 	if pl.ExitProbability > pl.EnterProbability {
@@ -349,8 +370,11 @@ func (p Policy) Validate() error {
 	if pl.ExitRelativeRemaining < pl.EnterRelativeRemaining {
 		v.addf("plateau.exitRelativeRemaining", "%g must not be below plateau.enterRelativeRemaining %g (the exit threshold is the upper end of the hysteresis band)", pl.ExitRelativeRemaining, pl.EnterRelativeRemaining)
 	}
+}
 
-	n := p.NearDone
+// nearDone: progress thresholds in (0, 1] with exit below enter, ETA
+// bounds with exit above enter, a positive lease.
+func (v *validator) nearDone(n NearDonePolicy) {
 	if !(n.EnterProgress > 0 && n.EnterProgress <= 1) {
 		v.addf("nearDone.enterProgress", "%g must be in (0, 1]", n.EnterProgress)
 	}
@@ -364,8 +388,11 @@ func (p Policy) Validate() error {
 	v.nonNegativeFloat("nearDone.leaseMargin", n.LeaseMargin)
 	v.positive("nearDone.maxLease", n.MaxLease)
 	v.nonNegative("nearDone.leaseCooldown", n.LeaseCooldown)
+}
 
-	in := p.Integrity
+// integrity: finite ratios above 1, a progress gap in [0, 1], non-negative
+// durations.
+func (v *validator) integrity(in IntegrityPolicy) {
 	if !(in.MaxJumpRatio > 1) || math.IsInf(in.MaxJumpRatio, 0) {
 		v.addf("integrity.maxJumpRatio", "%g must be a finite number above 1", in.MaxJumpRatio)
 	}
@@ -375,24 +402,34 @@ func (p Policy) Validate() error {
 	}
 	v.nonNegative("integrity.minETAGap", in.MinETAGap)
 	v.nonNegative("integrity.distrustFor", in.DistrustFor)
+}
 
-	s := p.Stability
+// stability: a non-negative dwell and cooldown, room for at least two boost
+// changes an hour.
+func (v *validator) stability(s StabilityPolicy) {
 	v.nonNegative("stability.minDwell", s.MinDwell)
 	if s.MaxBoostChangesPerHour < 2 {
 		v.addf("stability.maxBoostChangesPerHour", "%d must be at least 2 (a protection grant needs room for its own removal)", s.MaxBoostChangesPerHour)
 	}
 	v.nonNegative("stability.evictionCooldown", s.EvictionCooldown)
+}
 
-	st := p.Stop
+// stop: a positive grace period no shorter than the dwell, a confidence in
+// [0, 1], a positive horizon.
+func (v *validator) stop(st StopPolicy, s StabilityPolicy) {
 	v.positive("stop.gracePeriod", st.GracePeriod)
 	if st.GracePeriod.Duration < s.MinDwell.Duration {
 		v.addf("stop.gracePeriod", "%s must not be shorter than stability.minDwell %s", st.GracePeriod, s.MinDwell)
 	}
 	v.fraction("stop.minConfidence", st.MinConfidence)
 	v.positive("stop.horizon", st.Horizon)
+}
 
+// overrides: each names a scope and changes something, with a valid mode,
+// and no two name the same scope.
+func (v *validator) overrides(overrides []Override) {
 	seen := map[[2]string]int{}
-	for i, o := range p.Overrides {
+	for i, o := range overrides {
 		field := fmt.Sprintf("overrides[%d]", i)
 		if o.Namespace == "" && o.ClusterQueue == "" {
 			v.addf(field, "sets neither namespace nor clusterQueue")
@@ -408,7 +445,6 @@ func (p Policy) Validate() error {
 			seen[key] = i
 		}
 	}
-	return v.err()
 }
 
 // Effective resolves the mode and stop opt-in for a job in namespace and

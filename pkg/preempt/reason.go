@@ -1,9 +1,10 @@
 package preempt
 
 import (
-	"math"
 	"strconv"
 	"strings"
+
+	"github.com/progress-planner/planner/internal/humanize"
 )
 
 // reasonParts is what the one-line reason is built from.
@@ -135,12 +136,12 @@ func (w *text) sig(x float64, n int) {
 
 func (w *text) dur(sec float64) {
 	var buf [24]byte
-	w.Write(appendDur(buf[:0], sec))
+	w.Write(humanize.AppendDuration(buf[:0], sec))
 }
 
 func (w *text) pct(x float64) {
 	var buf [32]byte
-	w.Write(appendPct(buf[:0], x))
+	w.Write(humanize.AppendPercent(buf[:0], x))
 }
 
 func (w *text) boost(b int32) {
@@ -150,94 +151,14 @@ func (w *text) boost(b int32) {
 	w.int(int64(b))
 }
 
-// FormatDuration renders seconds the way decision reasons do: "45s",
-// "4m30s", "12m", "2h", "2h10m" (whole minutes from 10m on), "?" when not
-// finite. Commands that print next to reasons use it to read alike.
-func FormatDuration(sec float64) string { return fmtDur(sec) }
+// fmtDur, fmtPct and fmtBoost are internal/humanize's: the
+// reasons format values exactly as the printer columns, reports, explain
+// and the CLI do.
+func fmtDur(sec float64) string { return humanize.Duration(sec) }
 
-// maxDurSec is the longest duration printed (about 31,700 years); longer
-// ones print as "?".
-const maxDurSec = 1e12
+func fmtPct(x float64) string { return humanize.Percent(x) }
 
-// fmtDur is FormatDuration.
-func fmtDur(sec float64) string {
-	var buf [24]byte
-	return string(appendDur(buf[:0], sec))
-}
-
-func appendDur(b []byte, sec float64) []byte {
-	// Beyond maxDurSec no duration means anything, and int64 seconds
-	// would overflow past ~9e18.
-	if !finite(sec) || math.Abs(sec) > maxDurSec {
-		return append(b, '?')
-	}
-	if sec < 0 {
-		b = append(b, '-')
-		sec = -sec
-	}
-	s := int64(math.Round(sec))
-	if s >= 600 {
-		s = (s + 30) / 60 * 60
-	}
-	switch {
-	case s >= 3600:
-		b = strconv.AppendInt(b, s/3600, 10)
-		b = append(b, 'h')
-		if m := (s % 3600) / 60; m > 0 {
-			if m < 10 {
-				b = append(b, '0')
-			}
-			b = strconv.AppendInt(b, m, 10)
-			b = append(b, 'm')
-		}
-	case s >= 60:
-		b = strconv.AppendInt(b, s/60, 10)
-		b = append(b, 'm')
-		if sec := s % 60; sec > 0 {
-			if sec < 10 {
-				b = append(b, '0')
-			}
-			b = strconv.AppendInt(b, sec, 10)
-			b = append(b, 's')
-		}
-	default:
-		b = strconv.AppendInt(b, s, 10)
-		b = append(b, 's')
-	}
-	return b
-}
-
-// fmtPct renders a fraction as a percentage with sensible precision:
-// 0.93 → "93%", 0.054 → "5.4%", 0.004 → "0.4%", 0.00012 → "0.012%".
-func fmtPct(x float64) string {
-	var buf [32]byte
-	return string(appendPct(buf[:0], x))
-}
-
-func appendPct(b []byte, x float64) []byte {
-	if !finite(x) {
-		return append(b, "?%"...)
-	}
-	v := x * 100
-	switch a := math.Abs(v); {
-	case a >= 10:
-		b = strconv.AppendFloat(b, v, 'f', 0, 64)
-	case a >= 1:
-		b = strconv.AppendFloat(b, v, 'f', 1, 64)
-	case a == 0:
-		b = append(b, '0')
-	default:
-		b = strconv.AppendFloat(b, v, 'g', 2, 64)
-	}
-	return append(b, '%')
-}
-
-func fmtBoost(b int32) string {
-	if b > 0 {
-		return "+" + strconv.Itoa(int(b))
-	}
-	return strconv.Itoa(int(b))
-}
+func fmtBoost(b int32) string { return humanize.Boost(b) }
 
 // oneLine collapses whitespace (including newlines) so that text from the
 // forecast cannot break the one-line reason.

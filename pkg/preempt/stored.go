@@ -1,5 +1,7 @@
 package preempt
 
+import "github.com/progress-planner/planner/internal/queueorder"
+
 // Conform returns d as the current policy p applies it to a job with facts
 // at now. A Decision read back from stored state (the controller keeps it
 // in the ProgressForecast status, which anyone allowed to edit that status
@@ -57,7 +59,7 @@ func Conform(d Decision, facts Facts, p Policy, now float64) Decision {
 	if eff.Mode == ModeEnforce {
 		c.Boost, c.Action = c.AdvisedBoost, c.AdvisedAction
 	}
-	c.EffectivePriority = addSaturating(facts.BasePriority, c.Boost)
+	c.EffectivePriority = queueorder.EffectivePriority(facts.BasePriority, c.Boost)
 	return c
 }
 

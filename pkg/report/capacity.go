@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -231,7 +232,7 @@ func AdmitWhen(quota, free, ahead, n int, running []RunningJob, interval float64
 		}
 	}
 	if a.Hi == nil && len(grid) > 0 {
-		a.Note = "not within " + fmtDur(grid[len(grid)-1]) + " with the running jobs' forecasts"
+		a.Note = "not within " + humanize.Duration(grid[len(grid)-1]) + " with the running jobs' forecasts"
 	}
 	return a
 }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/progress-planner/planner/internal/svgplot"
+	"github.com/progress-planner/planner/internal/textsafe"
 )
 
 // jobChart is what one job's chart draws: the objective's observations
@@ -27,7 +28,7 @@ type jobChart struct {
 	Onset       float64 // hours; NaN when none
 }
 
-func newJobChart(row JobRow, j *JobInput) *jobChart {
+func newJobChart(row JobRow, j *JobInput, ended bool) *jobChart {
 	f := j.Forecast
 	ch := &jobChart{Key: row.Key(), Metric: f.Objective.Metric, End: math.NaN(), Current: math.NaN(), Onset: math.NaN(),
 		Predicted: row.Predicted}
@@ -42,7 +43,7 @@ func newJobChart(row JobRow, j *JobInput) *jobChart {
 		}
 	}
 	ch.Now = (f.Now - t0) / 3600
-	if f.ETA.Known {
+	if f.ETA.Known && !ended {
 		ch.End = ch.Now + f.ETA.Value/3600
 	}
 	if f.Current != nil {
@@ -73,12 +74,13 @@ func vline(x, y0, y1 float64) (*plotter.Line, error) {
 	return plotter.NewLine(plotter.XYs{{X: x, Y: y0}, {X: x, Y: y1}})
 }
 
-// svg renders the job's chart.
+// svg renders the job's chart: the legend and title sit above the plot
+// (svgplot.Chart), so neither covers the curve.
 func (c *jobChart) svg() (template.HTML, error) {
 	p := plot.New()
-	p.Title.Text = c.Key
 	p.X.Label.Text = "hours since the first report"
-	p.Y.Label.Text = c.Metric
+	p.Y.Label.Text = textsafe.Line(c.Metric)
+	ch := svgplot.Chart{Title: textsafe.Line(c.Key), Plot: p, Width: 6 * vg.Inch, Height: 2.9 * vg.Inch}
 	ylo, yhi := math.Inf(1), math.Inf(-1)
 	grow := func(v float64) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -98,26 +100,33 @@ func (c *jobChart) svg() (template.HTML, error) {
 			return "", fmt.Errorf("chart %s: %w", c.Key, err)
 		}
 		l.Color = colObserved
-		p.Add(l)
-		p.Legend.Add("observed", l)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "observed", Class: "observed", Plotter: l})
 	}
+	// An ended run has nothing left to forecast (newJobChart leaves End
+	// unknown), so no fan is drawn for it.
 	if c.Predicted != nil && !math.IsNaN(c.End) && !math.IsNaN(c.Current) {
 		grow(c.Predicted.Lo)
 		grow(c.Predicted.Hi)
-		band, err := plotter.NewPolygon(plotter.XYs{{X: c.Now, Y: c.Current}, {X: c.End, Y: c.Predicted.Lo}, {X: c.End, Y: c.Predicted.Hi}})
+		// The fan starts at the last observation, not at now: when a live
+		// job's ETA has run down to now (a silent stretch since its last
+		// report), a fan from now would have no width and vanish.
+		x0 := c.Now
+		if n := len(c.X); n > 0 && c.X[n-1] < x0 {
+			x0 = c.X[n-1]
+		}
+		band, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: c.Current}, {X: c.End, Y: c.Predicted.Lo}, {X: c.End, Y: c.Predicted.Hi}})
 		if err != nil {
 			return "", fmt.Errorf("chart %s: %w", c.Key, err)
 		}
 		band.Color = colBand
 		band.LineStyle.Width = 0
-		p.Add(band)
-		mid, err := plotter.NewLine(plotter.XYs{{X: c.Now, Y: c.Current}, {X: c.End, Y: c.Predicted.Value}})
+		mid, err := plotter.NewLine(plotter.XYs{{X: x0, Y: c.Current}, {X: c.End, Y: c.Predicted.Value}})
 		if err != nil {
 			return "", fmt.Errorf("chart %s: %w", c.Key, err)
 		}
 		dashed(mid, colForecast)
-		p.Add(mid)
-		p.Legend.Add("forecast (interval)", band)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "forecast (interval)", Class: "forecast-band", Plotter: band},
+			svgplot.Series{Class: "forecast", Plotter: mid})
 	}
 	if math.IsInf(ylo, 1) {
 		ylo, yhi = 0, 1
@@ -132,18 +141,15 @@ func (c *jobChart) svg() (template.HTML, error) {
 		}
 		dashed(l, colPlateau)
 		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add("plateau onset", l)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "plateau onset", Class: "plateau-onset", Plotter: l})
 	}
 	nl, err := vline(c.Now, ylo, yhi)
 	if err != nil {
 		return "", fmt.Errorf("chart %s: %w", c.Key, err)
 	}
 	nl.Color = colGray
-	p.Add(nl)
-	p.Legend.Add("now", nl)
-	p.Legend.Top = true
-	return svgplot.Inline(p, 6*vg.Inch, 2.6*vg.Inch)
+	ch.Series = append(ch.Series, svgplot.Series{Label: "now", Class: "now", Plotter: nl})
+	return ch.SVG()
 }
 
 // queueSVG renders a queue's capacity timeline: free GPUs over the next
@@ -151,10 +157,11 @@ func (c *jobChart) svg() (template.HTML, error) {
 func queueSVG(q *QueueRow, iv float64) (template.HTML, error) {
 	tl := q.timeline
 	p := plot.New()
-	p.Title.Text = "ClusterQueue " + q.Name + ": free GPUs forecast"
 	p.X.Label.Text = "hours from now"
 	p.Y.Label.Text = "GPUs"
 	p.Y.Min = 0
+	ch := svgplot.Chart{Title: "ClusterQueue " + textsafe.Line(q.Name) + ": free GPUs forecast", Plot: p,
+		Width: 6 * vg.Inch, Height: 2.9 * vg.Inch}
 	n := len(tl.Hours)
 	poly := make(plotter.XYs, 0, 2*n)
 	med := make(plotter.XYs, n)
@@ -171,26 +178,25 @@ func queueSVG(q *QueueRow, iv float64) (template.HTML, error) {
 	}
 	band.Color = color.NRGBA{44, 160, 44, 70}
 	band.LineStyle.Width = 0
-	p.Add(band)
-	p.Legend.Add(fmt.Sprintf("free GPUs, %.0f%% interval", iv*100), band)
+	ch.Series = append(ch.Series, svgplot.Series{Label: fmt.Sprintf("free GPUs, %.0f%% interval", iv*100), Class: "free-band", Plotter: band})
 	ml, err := plotter.NewLine(med)
 	if err != nil {
 		return "", fmt.Errorf("queue chart %s: %w", q.Name, err)
 	}
 	ml.Color = color.RGBA{44, 120, 44, 255}
 	ml.Width = vg.Points(1.5)
-	p.Add(ml)
-	p.Legend.Add("free GPUs, median", ml)
+	ch.Series = append(ch.Series, svgplot.Series{Label: "free GPUs, median", Class: "free-median", Plotter: ml})
 	last := 24.0
+	// Headroom above the highest line keeps it off the plot's top edge.
+	top := 0.0
 	if tl.Quota > 0 {
 		ql, err := plotter.NewLine(plotter.XYs{{X: 0, Y: tl.Quota}, {X: last, Y: tl.Quota}})
 		if err != nil {
 			return "", fmt.Errorf("queue chart %s: %w", q.Name, err)
 		}
 		dashed(ql, colGray)
-		p.Add(ql)
-		p.Legend.Add("quota", ql)
-		p.Y.Max = math.Max(p.Y.Max, tl.Quota*1.15)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "quota", Class: "quota", Plotter: ql})
+		top = math.Max(top, tl.Quota*1.1)
 	}
 	if tl.Waiting > 0 {
 		wl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: tl.Waiting}, {X: last, Y: tl.Waiting}})
@@ -198,11 +204,11 @@ func queueSVG(q *QueueRow, iv float64) (template.HTML, error) {
 			return "", fmt.Errorf("queue chart %s: %w", q.Name, err)
 		}
 		dashed(wl, colPlateau)
-		p.Add(wl)
-		p.Legend.Add("waiting demand", wl)
-		p.Y.Max = math.Max(p.Y.Max, tl.Waiting*1.15)
+		ch.Series = append(ch.Series, svgplot.Series{Label: "waiting demand", Class: "waiting", Plotter: wl})
+		top = math.Max(top, tl.Waiting*1.1)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	return svgplot.Inline(p, 6*vg.Inch, 2.6*vg.Inch)
+	if top > 0 {
+		p.Y.Max = top
+	}
+	return ch.SVG()
 }

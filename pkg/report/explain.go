@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/progress-planner/planner/internal/humanize"
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/internal/textsafe"
 )
 
@@ -29,7 +31,7 @@ type WorkloadView struct {
 }
 
 // Effective is base priority + boost.
-func (w WorkloadView) Effective() int32 { return effective(w.BasePriority, w.Boost) }
+func (w WorkloadView) Effective() int32 { return queueorder.EffectivePriority(w.BasePriority, w.Boost) }
 
 // Key is NAMESPACE/NAME.
 func (w WorkloadView) Key() string { return w.Namespace + "/" + w.Name }
@@ -107,10 +109,9 @@ type Explanation struct {
 	Summary string `json:"summary"`
 }
 
-// queueOrder is Kueue's order of pending Workloads: effective priority
-// descending, then queue-order time, then name for a stable answer.
+// queueOrder is Kueue's order of pending Workloads (queueorder.Compare).
 func queueOrder(a, b WorkloadView) int {
-	return cmp.Or(cmp.Compare(b.Effective(), a.Effective()), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Key(), b.Key()))
+	return queueorder.Compare(a.Effective(), b.Effective(), a.CreatedAt.UnixNano(), b.CreatedAt.UnixNano(), a.Key(), b.Key())
 }
 
 func peer(w WorkloadView) Peer { return Peer{Name: w.Key(), GPUs: w.GPUs, Effective: w.Effective()} }
@@ -197,7 +198,7 @@ func summary(e *Explanation) string {
 	switch e.State {
 	case Waiting:
 		fmt.Fprintf(&b, "waiting in ClusterQueue %s at position %d of %d (effective priority %d = base %d, boost %s)",
-			e.ClusterQueue, e.Position, e.Waiting, e.EffectivePriority, e.BasePriority, fmtBoost(e.Boost))
+			e.ClusterQueue, e.Position, e.Waiting, e.EffectivePriority, e.BasePriority, humanize.Boost(e.Boost))
 		switch {
 		case e.QuotaGPUs >= 0 && e.GPUs > e.QuotaGPUs:
 			fmt.Fprintf(&b, "; it needs %d GPUs, more than the queue's quota of %d: it can never be admitted there", e.GPUs, e.QuotaGPUs)
@@ -213,7 +214,7 @@ func summary(e *Explanation) string {
 		}
 	case Running:
 		fmt.Fprintf(&b, "running in ClusterQueue %s with %d GPUs (effective priority %d = base %d, boost %s)",
-			e.ClusterQueue, e.GPUs, e.EffectivePriority, e.BasePriority, fmtBoost(e.Boost))
+			e.ClusterQueue, e.GPUs, e.EffectivePriority, e.BasePriority, humanize.Boost(e.Boost))
 		if len(e.PreemptibleBy) > 0 {
 			fmt.Fprintf(&b, "; %d waiting Workload(s) have a higher effective priority and may preempt it", len(e.PreemptibleBy))
 		} else if len(e.SafeFrom) > 0 {
@@ -227,9 +228,9 @@ func summary(e *Explanation) string {
 		b.WriteString("state unknown")
 	}
 	if e.PlannerFound {
-		fmt.Fprintf(&b, ". Planner: %s, boost %s", orDash(e.Verdict), fmtBoost(e.Boost))
+		fmt.Fprintf(&b, ". Planner: %s, boost %s", orDash(e.Verdict), humanize.Boost(e.Boost))
 		if e.AdvisedBoost != e.Boost {
-			fmt.Fprintf(&b, " (advised %s, mode %s)", fmtBoost(e.AdvisedBoost), e.Mode)
+			fmt.Fprintf(&b, " (advised %s, mode %s)", humanize.Boost(e.AdvisedBoost), e.Mode)
 		}
 	} else {
 		b.WriteString(". The planner has no record of it")
@@ -266,7 +267,7 @@ func WriteExplanation(w io.Writer, e Explanation, format string) error {
 	}
 	fmt.Fprintf(&b, "\nQuota:          %s; withinClusterQueue %s\n", quota, e.Preemption)
 	fmt.Fprintf(&b, "State:          %s, %d GPUs\n", e.State, e.GPUs)
-	fmt.Fprintf(&b, "Priority:       base %d, boost %s, effective %d\n", e.BasePriority, fmtBoost(e.Boost), e.EffectivePriority)
+	fmt.Fprintf(&b, "Priority:       base %d, boost %s, effective %d\n", e.BasePriority, humanize.Boost(e.Boost), e.EffectivePriority)
 	if e.State == Waiting {
 		fmt.Fprintf(&b, "Position:       %d of %d waiting\n", e.Position, e.Waiting)
 		writePeers(&b, "Ahead of it", e.Ahead)
@@ -284,7 +285,7 @@ func WriteExplanation(w io.Writer, e Explanation, format string) error {
 		if e.AdviseOnly != "" {
 			mode += " (" + e.AdviseOnly + ")"
 		}
-		fmt.Fprintf(&b, "Planner boost:  advised %s, mode %s\n", fmtBoost(e.AdvisedBoost), orDash(mode))
+		fmt.Fprintf(&b, "Planner boost:  advised %s, mode %s\n", humanize.Boost(e.AdvisedBoost), orDash(mode))
 		if len(e.Evidence) > 0 {
 			b.WriteString("Evidence:\n")
 			for _, l := range e.Evidence {

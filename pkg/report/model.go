@@ -8,12 +8,17 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/progress-planner/planner/internal/humanize"
+	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Horizons are the capacity forecast's horizons: 1 h, 6 h and 24 h.
@@ -58,7 +63,12 @@ type JobInput struct {
 	// ProgressForecast status fields when the decision is not stored).
 	Verdict, Reason string
 	// History, when set, is drawn in the job's chart.
-	History *forecast.History
+	History *progress.History
+	// Outcome is how the run ended when it is known to have ended as of
+	// the forecast (a history file read to its end: its header's
+	// outcome.status, e.g. completed, target_reached, aborted, unknown);
+	// "" while it runs or when unknown.
+	Outcome string
 }
 
 // State is a Workload's state as the report shows it.
@@ -70,6 +80,9 @@ const (
 	Waiting  State = "waiting"
 	Finished State = "finished"
 	Inactive State = "inactive"
+	// Stopped: the job's run ended before its planned end (a history
+	// whose outcome says so).
+	Stopped State = "stopped"
 )
 
 // QueueInput is one ClusterQueue: its GPU quota (nominal, the flavors'
@@ -101,11 +114,15 @@ type Report struct {
 // JobRow is one job of the report. Durations are seconds, shares
 // fractions, metric values in the metric's units; absent means unknown.
 type JobRow struct {
-	Namespace         string   `json:"namespace,omitempty"`
-	Name              string   `json:"name"`
-	Queue             string   `json:"queue,omitempty"`
-	GPUs              int      `json:"gpus"`
-	State             State    `json:"state"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Queue     string `json:"queue,omitempty"`
+	GPUs      int    `json:"gpus"`
+	State     State  `json:"state"`
+	// StateNote says why the state is what it is when the history says
+	// more than the Workload: how an ended run ended, or how long ago a
+	// running job last reported when it is late.
+	StateNote         string   `json:"stateNote,omitempty"`
 	BasePriority      int32    `json:"basePriority"`
 	Boost             int32    `json:"boost"`
 	EffectivePriority int32    `json:"effectivePriority"`
@@ -145,12 +162,6 @@ type QueueRow struct {
 	timeline   timeline
 }
 
-// effective is base + boost, saturating like Kueue's int32 priority.
-func effective(base, boost int32) int32 {
-	s := int64(base) + int64(boost)
-	return int32(max(math.MinInt32, min(math.MaxInt32, s)))
-}
-
 // Build builds the report. Jobs are sorted by queue, state (running
 // first), then name; queues by name (every queue a job names is reported,
 // quota 0 when unknown).
@@ -167,8 +178,10 @@ func Build(in Input) *Report {
 	for i := range jobs {
 		jobs[i].GPUs = ClampGPUs(int64(jobs[i].GPUs))
 	}
+	// Ended runs sort after the running ones, as finished Workloads do.
+	rank := func(j JobInput) int { return stateRank(RunStateOf(j.State, j.Forecast, j.Outcome).State) }
 	slices.SortStableFunc(jobs, func(a, b JobInput) int {
-		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(stateRank(a.State), stateRank(b.State)),
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(rank(a), rank(b)),
 			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for i := range jobs {
@@ -211,13 +224,15 @@ func stateRank(s State) int {
 		return 1
 	case Inactive:
 		return 2
+	case Finished, Stopped:
+		return 3
 	}
-	return 3
+	return 4
 }
 
 func jobRow(j *JobInput) (JobRow, *jobChart) {
 	row := JobRow{Namespace: j.Namespace, Name: j.Name, Queue: j.Queue, GPUs: j.GPUs, State: j.State,
-		BasePriority: j.BasePriority, Boost: j.Boost, EffectivePriority: effective(j.BasePriority, j.Boost),
+		BasePriority: j.BasePriority, Boost: j.Boost, EffectivePriority: queueorder.EffectivePriority(j.BasePriority, j.Boost),
 		Verdict: j.Verdict, Reason: j.Reason}
 	if d := j.Decision; d != nil {
 		if row.Verdict == "" {
@@ -231,8 +246,22 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 	if f == nil {
 		return row, nil
 	}
+	rs := RunStateOf(j.State, f, j.Outcome)
+	row.State, row.StateNote = rs.State, rs.Note
+	if rs.Ended {
+		// The policy judges running jobs: Warming, Progressing, NearDone
+		// or Hung would contradict an ended run. What the forecast saw in
+		// the curve (a plateau, a divergence) stays true of it.
+		switch v := preempt.Verdict(row.Verdict); v {
+		case preempt.Plateaued, preempt.Diverging, preempt.Untrusted:
+			row.Reason = rs.Note + "; the curve: " + curveEvidence(v, f, row.Reason)
+		default:
+			row.Verdict, row.Reason = "", rs.Note
+		}
+	}
 	row.Progress = f.Progress
-	if f.ETA.Known {
+	// A stopped run has no time left to forecast.
+	if f.ETA.Known && rs.State != Stopped {
 		row.ETA = &Range{Value: f.ETA.Value, Lo: f.ETA.Lo, Hi: f.ETA.Hi}
 	}
 	row.Metric = f.Objective.Metric
@@ -248,7 +277,119 @@ func jobRow(j *JobInput) (JobRow, *jobChart) {
 	if f.Reports == 0 {
 		return row, nil // nothing to draw yet
 	}
-	return row, newJobChart(row, j)
+	return row, newJobChart(row, j, rs.Ended)
+}
+
+// curveEvidence is the forecast's own evidence for a verdict kept on an
+// ended run (not the policy's reason, which speaks of boosts and
+// yielding).
+func curveEvidence(v preempt.Verdict, f *forecast.Forecast, reason string) string {
+	switch {
+	case v == preempt.Plateaued && f.PlateauReason != "":
+		return "plateaued (" + f.PlateauReason + ")"
+	case v == preempt.Diverging && f.DivergenceReason != "":
+		return "diverging (" + f.DivergenceReason + ")"
+	case v == preempt.Untrusted && len(f.Integrity.Issues) > 0:
+		return "untrusted progress (" + strings.Join(f.Integrity.Issues, "; ") + ")"
+	}
+	return reason
+}
+
+// RunState is what a job's history says about its run, beside the state
+// of its Workload.
+type RunState struct {
+	// State is Finished or Stopped when the run has ended, else the
+	// Workload's state.
+	State State
+	// Note says how the run ended, or how long ago a running job last
+	// reported when it is late; "" when there is nothing to add.
+	Note string
+	// Ended: the run is over, so the policy's verdict about a running job
+	// no longer applies and there is nothing left to forecast.
+	Ended bool
+}
+
+// outcomeText says a history file's outcome.status in words.
+func outcomeText(outcome string) string {
+	switch outcome {
+	case "completed":
+		return "the run completed"
+	case "target_reached":
+		return "the run reached its target"
+	case "aborted":
+		return "the run was aborted"
+	}
+	return "the run ended (outcome " + outcome + ")"
+}
+
+// lateFactor: a running job is late when it has not reported for this
+// many of its usual intervals (and at least lateMin seconds).
+const (
+	lateFactor = 3
+	lateMin    = 60
+)
+
+// RunStateOf derives the run's state from the Workload's state, the
+// forecast (as of f.Now) and the outcome the history's source reports
+// (JobInput.Outcome; "" when the run is not known to have ended):
+//
+//   - finished: the outcome says completed or target_reached, or the
+//     planner's own progress (the step counter over its total) reached
+//     100 % — unless the progress is untrusted (integrity findings: a
+//     forged 100 % must not end a job's scrutiny);
+//   - stopped: the run ended short of that (aborted, or any other
+//     outcome);
+//   - otherwise the Workload's state, with the last report's age when a
+//     running job is late.
+func RunStateOf(state State, f *forecast.Forecast, outcome string) RunState {
+	rs := RunState{State: state}
+	if f == nil || f.Reports == 0 || state == Waiting || state == Inactive {
+		return rs
+	}
+	trusted := len(f.Integrity.Issues) == 0
+	done := f.Progress != nil && *f.Progress >= 1-1e-9
+	progress := "progress " + fmtOptPct(f.Progress)
+	if f.Step != nil && f.TotalSteps != nil {
+		progress += fmt.Sprintf(" (step %s of %s)", humanize.Number(*f.Step), humanize.Number(*f.TotalSteps))
+	}
+	switch outcome {
+	case "completed", "target_reached":
+		if trusted {
+			rs.State, rs.Ended = Finished, true
+			rs.Note = "finished: " + outcomeText(outcome)
+			if f.Progress != nil {
+				rs.Note += ", " + progress
+			}
+			return rs
+		}
+	case "":
+	default:
+		if done && trusted {
+			break // the counter reached its total: finished, below
+		}
+		rs.State, rs.Ended = Stopped, true
+		rs.Note = "stopped: " + outcomeText(outcome) + " at " + progress
+		return rs
+	}
+	if done && trusted {
+		rs.State, rs.Ended = Finished, true
+		rs.Note = "finished: " + progress
+		if f.ETA.Known && f.ETA.Value == 0 {
+			rs.Note += ", ETA 0s"
+		}
+		return rs
+	}
+	if state == Running && f.LastReport != nil {
+		age := f.Now - *f.LastReport
+		late := float64(lateMin)
+		if f.ReportInterval != nil {
+			late = math.Max(late, lateFactor**f.ReportInterval)
+		}
+		if age > late {
+			rs.Note = "last report " + humanize.Duration(age) + " ago"
+		}
+	}
+	return rs
 }
 
 func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, iv float64) QueueRow {
@@ -258,7 +399,14 @@ func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, 
 		if j.Queue != name {
 			continue
 		}
-		switch j.State {
+		state := j.State
+		if j.Outcome != "" && RunStateOf(j.State, j.Forecast, j.Outcome).Ended {
+			// A history known to have ended (a file read to its end)
+			// holds no GPUs. A live Workload keeps its quota until Kueue
+			// finishes it, whatever its progress says.
+			state = Finished
+		}
+		switch state {
 		case Running:
 			q.Running++
 			q.UsedGPUs += j.GPUs
@@ -293,7 +441,7 @@ func queueRow(name string, quota int, jobs []JobInput, sizes []int, prio int32, 
 func aheadOf(queue string, jobs []JobInput, prio int32) int {
 	n := 0
 	for _, j := range jobs {
-		if j.Queue == queue && j.State == Waiting && effective(j.BasePriority, j.Boost) >= prio {
+		if j.Queue == queue && j.State == Waiting && queueorder.EffectivePriority(j.BasePriority, j.Boost) >= prio {
 			n += j.GPUs
 		}
 	}

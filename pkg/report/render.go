@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/progress-planner/planner/internal/htmlpage"
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/textsafe"
 )
 
@@ -69,8 +71,17 @@ func (j JobRow) cells() []string {
 	if metric == "" {
 		metric = "—"
 	}
-	return safeCells(j.Key(), orDash(j.Queue), fmt.Sprint(j.GPUs), string(j.State), fmtOptPct(j.Progress), fmtRangeDur(j.ETA),
-		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, fmtBoost(j.Boost), reason)
+	return safeCells(j.Key(), orDash(j.Queue), fmt.Sprint(j.GPUs), j.stateCell(), fmtOptPct(j.Progress), fmtRangeDur(j.ETA),
+		metric, fmtOptNum(j.Current), fmtRangeNum(j.Predicted), plateau, verdict, humanize.Boost(j.Boost), reason)
+}
+
+// stateCell is the state, with its note when the reason does not already
+// say it (an ended run's reason starts with it).
+func (j JobRow) stateCell() string {
+	if j.StateNote == "" || strings.HasPrefix(j.Reason, j.StateNote) {
+		return string(j.State)
+	}
+	return string(j.State) + " (" + j.StateNote + ")"
 }
 
 // safeCells escapes the cells of every format (table, Markdown, HTML):
@@ -93,7 +104,7 @@ func orDash(s string) string {
 func (r *Report) queueColumns() []string {
 	cols := []string{"CLUSTERQUEUE", "QUOTA", "USED", "FREE", "RUNNING", "WAITING (GPUs)"}
 	for _, h := range Horizons {
-		cols = append(cols, "FREED ≤"+fmtDur(h))
+		cols = append(cols, "FREED ≤"+humanize.Duration(h))
 	}
 	if len(r.Queues) > 0 {
 		for _, a := range r.Queues[0].Admission {
@@ -183,37 +194,86 @@ type namedSVG struct {
 	SVG       template.HTML
 }
 
+// The HTML jobs table shows every column but REASON in the job's row and
+// the reason, in full and wrapped, in a row beneath it: a reason is a
+// sentence, and squeezed into a column it was cut off at the page's edge.
+const reasonCol = 12
+
+// numericJobCols are the job columns right-aligned in tabular figures.
+var numericJobCols = map[int]bool{2: true, 4: true, 5: true, 7: true, 8: true, 9: true, 11: true}
+
+// nameRunes is where the HTML page shortens a name (the full name is the
+// cell's title).
+const nameRunes = 40
+
+type htmlJob struct {
+	Cells  []htmlpage.Cell
+	Reason string
+}
+
+func htmlJobRow(j JobRow) htmlJob {
+	cells := j.cells()
+	out := htmlJob{Reason: cells[reasonCol]}
+	for i, c := range cells[:reasonCol] {
+		switch {
+		case numericJobCols[i]:
+			out.Cells = append(out.Cells, htmlpage.NumCell(c))
+		case i == 0 || i == 1 || i == 6:
+			out.Cells = append(out.Cells, htmlpage.NameCell(c, nameRunes))
+		default:
+			out.Cells = append(out.Cells, htmlpage.TextCell(c))
+		}
+	}
+	return out
+}
+
+func htmlQueueRow(q QueueRow) []htmlpage.Cell {
+	cells := q.cells()
+	out := []htmlpage.Cell{htmlpage.NameCell(cells[0], nameRunes)}
+	for _, c := range cells[1:] {
+		out = append(out, htmlpage.NumCell(c))
+	}
+	return out
+}
+
 func (r *Report) writeHTML(w io.Writer) error {
 	data := struct {
 		R           *Report
-		JobCols     []string
-		JobRows     [][]string
-		QueueCols   []string
-		QueueRows   [][]string
+		CSS         template.CSS
+		JobCols     []htmlpage.Cell
+		Jobs        []htmlJob
+		QueueCols   []htmlpage.Cell
+		QueueRows   [][]htmlpage.Cell
 		JobCharts   []namedSVG
 		QueueCharts []namedSVG
 		Generated   string
 		Note        string
-	}{R: r, JobCols: jobColumns, QueueCols: r.queueColumns(), Generated: r.GeneratedAt.UTC().Format("2006-01-02 15:04:05Z"), Note: r.note()}
+	}{R: r, CSS: htmlpage.CSS, Generated: r.GeneratedAt.UTC().Format("2006-01-02 15:04:05Z"), Note: r.note()}
+	for i, c := range jobColumns[:reasonCol] {
+		data.JobCols = append(data.JobCols, htmlpage.Cell{Text: c, Num: numericJobCols[i]})
+	}
+	for i, c := range r.queueColumns() {
+		data.QueueCols = append(data.QueueCols, htmlpage.Cell{Text: c, Num: i > 0})
+	}
 	for _, j := range r.Jobs {
-		data.JobRows = append(data.JobRows, j.cells())
+		data.Jobs = append(data.Jobs, htmlJobRow(j))
 	}
 	for _, q := range r.Queues {
-		data.QueueRows = append(data.QueueRows, q.cells())
+		data.QueueRows = append(data.QueueRows, htmlQueueRow(q))
 	}
 	for i := range r.jobCharts {
 		s, err := r.jobCharts[i].svg()
 		if err != nil {
 			return err
 		}
-		data.JobCharts = append(data.JobCharts, namedSVG{Kind: "job", Key: r.jobCharts[i].Key, SVG: s})
+		data.JobCharts = append(data.JobCharts, namedSVG{Kind: "job", Key: textsafe.Line(r.jobCharts[i].Key), SVG: s})
 	}
 	for i := range r.Queues {
 		s, err := queueSVG(&r.Queues[i], r.Interval)
 		if err != nil {
 			return err
 		}
-		data.QueueCharts = append(data.QueueCharts, namedSVG{Kind: "queue", Key: r.Queues[i].Name, SVG: s})
+		data.QueueCharts = append(data.QueueCharts, namedSVG{Kind: "queue", Key: textsafe.Line(r.Queues[i].Name), SVG: s})
 	}
 	if err := htmlTmpl.Execute(w, data); err != nil {
 		return fmt.Errorf("render html: %w", err)
@@ -221,32 +281,30 @@ func (r *Report) writeHTML(w io.Writer) error {
 	return nil
 }
 
-var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var htmlTmpl = htmlpage.WithCell(template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 {{if gt .R.Refresh 0}}<meta http-equiv="refresh" content="{{.R.Refresh}}">{{end}}
 <title>{{.R.Title}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:100em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-figure{margin:1em 0;display:inline-block;width:48%;min-width:30em}svg{max-width:100%;height:auto}small{color:#666}
-</style></head><body>
+<style>{{.CSS}}</style></head><body>
 <h1>{{.R.Title}}</h1>
 <p>{{if .R.Source}}Source: {{.R.Source}}. {{end}}Generated {{.Generated}}.{{if gt .R.Refresh 0}} Refreshes every {{.R.Refresh}}s; read-only.{{end}}</p>
 <h2>Jobs</h2>
-<table id="jobs"><thead><tr>{{range .JobCols}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range .JobRows}}<tr class="job">{{range .}}<td>{{.}}</td>{{end}}</tr>
+<table id="jobs"><thead><tr>{{range .JobCols}}<th{{if .Num}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead><tbody>
+{{range .Jobs}}<tr class="job">{{range .Cells}}{{template "cell" .}}{{end}}</tr>
+<tr class="reason"><td class="reason" colspan="{{len .Cells}}"><span class="label">REASON</span>{{.Reason}}</td></tr>
 {{end}}</tbody></table>
 <h2>ClusterQueues: capacity forecast</h2>
-<table id="queues"><thead><tr>{{range .QueueCols}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range .QueueRows}}<tr class="queue">{{range .}}<td>{{.}}</td>{{end}}</tr>
+<table id="queues"><thead><tr>{{range .QueueCols}}<th{{if .Num}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead><tbody>
+{{range .QueueRows}}<tr class="queue">{{range .}}{{template "cell" .}}{{end}}</tr>
 {{end}}</tbody></table>
 <p><small>{{.Note}}</small></p>
 <h2>Capacity timelines</h2>
-<div id="queue-charts">{{range .QueueCharts}}<figure class="chart queue-chart" data-queue="{{.Key}}">{{.SVG}}</figure>
+<div id="queue-charts" class="charts">{{range .QueueCharts}}<figure class="chart queue-chart" data-queue="{{.Key}}">{{.SVG}}</figure>
 {{end}}</div>
 <h2>Job forecasts</h2>
-<div id="job-charts">{{range .JobCharts}}<figure class="chart job-chart" data-job="{{.Key}}">{{.SVG}}</figure>
+<div id="job-charts" class="charts">{{range .JobCharts}}<figure class="chart job-chart" data-job="{{.Key}}">{{.SVG}}</figure>
 {{end}}</div>
-<p><small>Generated by Progress Planner. Observed objective (blue), forecast to the planned end with its interval (orange fan), plateau onset (red dashed), now (gray).</small></p>
+<p><small>Generated by Progress Planner. Observed objective (blue), forecast to the planned end with its interval (orange fan; none once a run has ended), plateau onset (red dashed), now (gray).</small></p>
 </body></html>
-`))
+`)))

@@ -15,8 +15,10 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/progress-planner/planner/examples"
+	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -30,12 +32,12 @@ func exampleJob(t *testing.T, name string, frac float64, queue string, gpus int,
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, err := forecast.ReadHistoryFile(bytes.NewReader(b))
+	hf, err := progress.ReadHistoryFile(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := frac * hf.Header.Outcome.EndSeconds
-	h := forecast.NewHistory(forecast.DefaultLimits())
+	h := progress.NewHistory(progress.DefaultLimits())
 	for _, r := range hf.Reports {
 		if r.T > at {
 			break
@@ -165,6 +167,7 @@ func TestHTML(t *testing.T) {
 			}
 			if n.Data == "svg" && inFigure != "" {
 				counts["svg in "+inFigure]++
+				inFigure = "" // a chart nests its parts' <svg>s: count it once
 			}
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -222,5 +225,148 @@ func TestGoldenHostileNames(t *testing.T) {
 			t.Errorf("markdown output passes HTML through:\n%s", out)
 		}
 		golden(t, "report.hostile."+f+".golden", b.Bytes())
+	}
+}
+
+// TestHTMLLayout: in the HTML page each job row is followed by a row
+// holding its reason in full; a long name is shortened with the full name
+// as the cell's title; numeric cells are marked for right alignment;
+// tenant text stays escaped (in the table and in the chart's title).
+func TestHTMLLayout(t *testing.T) {
+	in := fixedInput(t)
+	long := strings.Repeat("very-long-name-", 8) + "end"
+	in.Jobs[0].Name = long
+	in.Jobs[1].Name = hostileName
+	r := Build(in)
+	var b bytes.Buffer
+	if err := r.Write(&b, "html"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"<script>", "<img src=x", "\x1b", "\u202e"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the page contains %q unescaped", bad)
+		}
+	}
+	doc, err := html.Parse(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := func(n *html.Node, k string) string {
+		for _, a := range n.Attr {
+			if a.Key == k {
+				return a.Val
+			}
+		}
+		return ""
+	}
+	var text func(n *html.Node) string
+	text = func(n *html.Node) string {
+		if n.Type == html.TextNode {
+			return n.Data
+		}
+		s := ""
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			s += text(c)
+		}
+		return s
+	}
+	nextRow := func(n *html.Node) *html.Node {
+		for s := n.NextSibling; s != nil; s = s.NextSibling {
+			if s.Type == html.ElementNode {
+				return s
+			}
+		}
+		return nil
+	}
+	var jobRows []*html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "tr" && attr(n, "class") == "job" {
+			jobRows = append(jobRows, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if len(jobRows) != len(r.Jobs) {
+		t.Fatalf("%d job rows, want %d", len(jobRows), len(r.Jobs))
+	}
+	titled := false
+	for i, row := range jobRows {
+		var tds []*html.Node
+		for c := row.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && c.Data == "td" {
+				tds = append(tds, c)
+			}
+		}
+		if len(tds) != len(jobColumns)-1 {
+			t.Fatalf("row %d: %d cells, want %d (every column but REASON)", i, len(tds), len(jobColumns)-1)
+		}
+		for c := range numericJobCols {
+			if attr(tds[c], "class") != "num" {
+				t.Errorf("row %d: %s cell not numeric", i, jobColumns[c])
+			}
+		}
+		key := r.Jobs[i].Key()
+		if name := text(tds[0]); name != textsafe.Line(key) {
+			if !strings.Contains(name, "…") || attr(tds[0], "title") != textsafe.Line(key) {
+				t.Errorf("row %d: name %q shortened without the full name as its title (%q)", i, name, attr(tds[0], "title"))
+			}
+			titled = true
+		}
+		reason := nextRow(row)
+		if reason == nil || attr(reason, "class") != "reason" {
+			t.Fatalf("row %d: no reason row beneath it", i)
+		}
+		want := "REASON" + orDash(textsafe.Line(r.Jobs[i].Reason))
+		if got := text(reason); got != want {
+			t.Errorf("row %d: reason row %q, want %q", i, got, want)
+		}
+	}
+	if !titled {
+		t.Errorf("the %d-character name was not shortened", len(long))
+	}
+}
+
+// TestGoldenEnded: example histories read to their end, as `planner
+// report FILE...` reads them by default (the header's outcome passed on),
+// next to one cut mid-run: the goldens show the finished and stopped
+// states, their notes, and the verdicts dropped or kept.
+func TestGoldenEnded(t *testing.T) {
+	ended := func(name string, gpus int) JobInput {
+		j := exampleJob(t, name, 1, "offline", gpus, Running)
+		b, err := fs.ReadFile(examples.FS, examples.Dir+"/"+name+".jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hf, err := progress.ReadHistoryFile(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Outcome = hf.Header.Outcome.Status
+		return j
+	}
+	in := Input{
+		Title:       "Progress Planner report (ended runs)",
+		Source:      "embedded example histories",
+		GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Interval:    0.8,
+		Jobs: []JobInput{
+			ended("synth__inverse-power", 8),       // completed
+			ended("synth__target-stop", 16),        // target_reached, no total
+			ended("synth__checkpoint-snapshot", 2), // unknown, short of its total
+			exampleJob(t, "synth__early-plateau", 0.6, "offline", 4, Running),
+		},
+		Queues: []QueueInput{{Name: "offline", QuotaGPUs: 30}},
+	}
+	r := Build(in)
+	for _, f := range []string{"table", "markdown", "json"} {
+		var b bytes.Buffer
+		if err := r.Write(&b, f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		golden(t, "report.ended."+f+".golden", b.Bytes())
 	}
 }

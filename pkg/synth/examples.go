@@ -1,6 +1,8 @@
 package synth
 
-import "github.com/progress-planner/planner/pkg/forecast"
+import (
+	"github.com/progress-planner/planner/pkg/progress"
+)
 
 func f64(v float64) *float64 { return &v }
 
@@ -80,9 +82,9 @@ func ExampleSpecs() []Spec {
 
 // Examples generates the fixed example set (shipped as
 // examples/histories/*.jsonl, file name = header name + ".jsonl").
-func Examples() []*forecast.HistoryFile {
+func Examples() []*progress.HistoryFile {
 	specs := ExampleSpecs()
-	out := make([]*forecast.HistoryFile, len(specs))
+	out := make([]*progress.HistoryFile, len(specs))
 	for i, s := range specs {
 		out[i] = Generate(s)
 	}

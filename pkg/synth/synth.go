@@ -1,5 +1,5 @@
 // Package synth generates deterministic, clearly labelled synthetic progress
-// histories in the history-file format (see forecast.ReadHistoryFile and
+// histories in the history-file format (see progress.ReadHistoryFile and
 // the corpus README): a training curve sampled at natural log points, sent
 // through an emulation of the Kubeflow progress reporter (metric cache,
 // 5-second throttle, progressPercentage and estimatedRemainingSeconds
@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
 // Dataset is the source.dataset of every generated history.
@@ -384,23 +384,23 @@ type reportRec struct {
 	resume  bool // the restarted reporter's train-begin report: no metrics
 }
 
-func (s Spec) render(rec reportRec, total float64) forecast.FileReport {
-	st := forecast.TrainerStatus{ProgressPercentage: rec.pct, EstimatedRemainingSeconds: rec.eta}
+func (s Spec) render(rec reportRec, total float64) progress.FileReport {
+	st := progress.TrainerStatus{ProgressPercentage: rec.pct, EstimatedRemainingSeconds: rec.eta}
 	if rec.resume {
-		return forecast.FileReport{T: rec.t, TrainerStatus: st}
+		return progress.FileReport{T: rec.t, TrainerStatus: st}
 	}
 	for _, m := range rec.metrics {
-		st.Metrics = append(st.Metrics, forecast.MetricValue{Name: m.name, Value: fmtValue(m.v)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: m.name, Value: fmtValue(m.v)})
 	}
-	st.Metrics = append(st.Metrics, forecast.MetricValue{Name: mStep, Value: fmtValue(rec.step)})
+	st.Metrics = append(st.Metrics, progress.MetricValue{Name: mStep, Value: fmtValue(rec.step)})
 	if !s.NoTotal {
-		st.Metrics = append(st.Metrics, forecast.MetricValue{Name: mTotal, Value: fmtValue(total)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mTotal, Value: fmtValue(total)})
 	}
 	if s.StepsPerEpoch > 0 {
 		ep := math.Round(rec.step/float64(s.StepsPerEpoch)*1e4) / 1e4
-		st.Metrics = append(st.Metrics, forecast.MetricValue{Name: mEpoch, Value: fmtValue(ep)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mEpoch, Value: fmtValue(ep)})
 	}
-	return forecast.FileReport{T: rec.t, TrainerStatus: st}
+	return progress.FileReport{T: rec.t, TrainerStatus: st}
 }
 
 // median of successive intervals of the sent reports.

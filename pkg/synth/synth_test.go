@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/progress"
 )
 
-func metric(r forecast.FileReport, name string) (string, bool) {
+func metric(r progress.FileReport, name string) (string, bool) {
 	for _, m := range r.TrainerStatus.Metrics {
 		if m.Name == name {
 			return m.Value, true
@@ -53,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := forecast.ReadHistoryFile(bytes.NewReader(a))
+		back, err := progress.ReadHistoryFile(bytes.NewReader(a))
 		if err != nil {
 			t.Fatalf("%s: %v", h.Header.Name, err)
 		}
@@ -78,7 +78,7 @@ func TestReporterRules(t *testing.T) {
 			if !strings.Contains(string(hd.Source), `"synthetic":true`) {
 				t.Errorf("source lacks synthetic:true: %s", hd.Source)
 			}
-			if o, ok := hd.ObjectiveSpec(); !ok || o.Metric != "eval_loss" || o.Direction != forecast.Minimize {
+			if o, ok := hd.ObjectiveSpec(); !ok || o.Metric != "eval_loss" || o.Direction != progress.Minimize {
 				t.Errorf("objective %+v", hd.Objective)
 			}
 			n := len(h.Reports)
@@ -152,7 +152,7 @@ func TestReporterRules(t *testing.T) {
 	}
 }
 
-func mustMetric(t *testing.T, r forecast.FileReport, name string) string {
+func mustMetric(t *testing.T, r progress.FileReport, name string) string {
 	t.Helper()
 	v, ok := metric(r, name)
 	if !ok {
@@ -167,7 +167,7 @@ func TestIncidents(t *testing.T) {
 		at, _ := hd.IncidentFloat("atSeconds")
 		switch hd.IncidentType() {
 		case IncidentHang:
-			var after []forecast.FileReport
+			var after []progress.FileReport
 			for _, r := range h.Reports {
 				if r.T > at {
 					after = append(after, r)

@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,16 +28,49 @@ import (
 // victim.
 func TestPlannerSchedulerCommand(t *testing.T) {
 	cfg, c := setup(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "planner-scheduler")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/planner-scheduler")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building planner-scheduler: %v\n%s", err, out)
+	sc := scenario{nodes: 2, jobs: []job{
+		{name: "plateaued", pods: 1, pc: midPC, verdict: preempt.Plateaued, reported: 20 * time.Minute},
+		{name: "near-done", pods: 1, pc: lowPC, verdict: preempt.NearDone, reported: time.Minute, leased: true},
+	}}
+	if victims := runScenario(t, c, "command", runBinary(t, cfg, configFile, "planner-scheduler"), sc); !slices.Equal(victims, []string{"plateaued-0"}) {
+		t.Errorf("planner-scheduler preempted %v, want [plateaued-0]", victims)
 	}
-	kubeconfig := writeKubeconfig(t, cfg, filepath.Join(dir, "kubeconfig"))
-	config := withKubeconfig(t, configFile, kubeconfig, filepath.Join(dir, "scheduler-config.yaml"))
+}
 
-	run := func() (string, func()) {
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// plannerScheduler builds cmd/planner-scheduler once per test process.
+func plannerScheduler(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "planner-scheduler-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "planner-scheduler")
+		if out, err := exec.Command("go", "build", "-o", binary, "../cmd/planner-scheduler").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building planner-scheduler: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// runBinary runs the planner-scheduler binary with the configuration file
+// (only its credentials replaced) for pods of schedulerName.
+func runBinary(t *testing.T, cfg *rest.Config, file, schedulerName string) schedulerRun {
+	bin := plannerScheduler(t)
+	dir := t.TempDir()
+	kubeconfig := writeKubeconfig(t, cfg, filepath.Join(dir, "kubeconfig"))
+	config := withKubeconfig(t, file, kubeconfig, filepath.Join(dir, "scheduler-config.yaml"))
+	return func() (string, func()) {
 		var logs bytes.Buffer
 		cmd := exec.Command(bin, "--config", config, "--secure-port", "0", "-v", "2")
 		cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -44,7 +79,7 @@ func TestPlannerSchedulerCommand(t *testing.T) {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		return "planner-scheduler", func() {
+		return schedulerName, func() {
 			_ = cmd.Process.Signal(os.Interrupt)
 			select {
 			case <-exited:
@@ -56,13 +91,6 @@ func TestPlannerSchedulerCommand(t *testing.T) {
 				t.Logf("planner-scheduler output:\n%s", logs.String())
 			}
 		}
-	}
-	sc := scenario{nodes: 2, jobs: []job{
-		{name: "plateaued", pods: 1, pc: midPC, verdict: preempt.Plateaued, reported: 20 * time.Minute},
-		{name: "near-done", pods: 1, pc: lowPC, verdict: preempt.NearDone, reported: time.Minute, leased: true},
-	}}
-	if victims := runScenario(t, c, "command", run, sc); !slices.Equal(victims, []string{"plateaued-0"}) {
-		t.Errorf("planner-scheduler preempted %v, want [plateaued-0]", victims)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	configtesting "k8s.io/kubernetes/pkg/scheduler/apis/config/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/preempt"
@@ -100,11 +101,11 @@ func TestProgressAwareGangPreemption(t *testing.T) {
 	}
 }
 
-// setup starts the control plane with the planner's CRDs and the priority
-// classes of the scenarios.
-func setup(t *testing.T) (*rest.Config, client.Client) {
+// setup starts the control plane with the planner's CRDs (and any others
+// given) and the priority classes of the scenarios.
+func setup(t *testing.T, extraCRDs ...string) (*rest.Config, client.Client) {
 	t.Helper()
-	cfg := startControlPlane(t, crdDir)
+	cfg := startControlPlane(t, append([]string{crdDir}, extraCRDs...)...)
 	c := newClient(t, cfg)
 	for name, value := range map[string]int32{lowPC: 100, midPC: 200, urgentPC: 1000} {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
@@ -212,6 +213,7 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(schedv1alpha1.AddToScheme(s))
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
@@ -276,8 +278,18 @@ func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // pods carry; "" for none) for schedulerName on the variant's nodes.
 func createPod(ctx context.Context, t *testing.T, c client.Client, ns, name, job, pc, schedulerName, variant string) *v1.Pod {
 	t.Helper()
+	labels := map[string]string{}
+	if job != "" {
+		labels[plugin.JobLabel] = job
+	}
+	return createLabelledPod(ctx, t, c, ns, name, labels, pc, schedulerName, variant)
+}
+
+// createLabelledPod is createPod with the pod's labels given.
+func createLabelledPod(ctx context.Context, t *testing.T, c client.Client, ns, name string, labels map[string]string, pc, schedulerName, variant string) *v1.Pod {
+	t.Helper()
 	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec: v1.PodSpec{
 			SchedulerName:     schedulerName,
 			PriorityClassName: pc,
@@ -286,9 +298,6 @@ func createPod(ctx context.Context, t *testing.T, c client.Client, ns, name, job
 				Requests: v1.ResourceList{gpu: resource.MustParse("8")}, Limits: v1.ResourceList{gpu: resource.MustParse("8")},
 			}}},
 		},
-	}
-	if job != "" {
-		p.Labels[plugin.JobLabel] = job
 	}
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/progress-planner/planner/scheduler/plugin"
+	"github.com/progress-planner/planner/scheduler/plugins"
 )
 
 // configFile is the shipped example configuration (relative to this
@@ -28,16 +30,22 @@ const configFile = "../../config/scheduler/scheduler-config.yaml"
 
 // pluginProfiles loads the example configuration's profiles.
 func pluginProfiles(t *testing.T) []schedconfig.KubeSchedulerProfile {
+	return profilesFrom(t, configFile)
+}
+
+// profilesFrom loads a KubeSchedulerConfiguration file's profiles.
+func profilesFrom(t *testing.T, file string) []schedconfig.KubeSchedulerProfile {
 	t.Helper()
-	cfg, err := schedoptions.LoadConfigFromFile(klog.Background(), configFile)
+	cfg, err := schedoptions.LoadConfigFromFile(klog.Background(), file)
 	if err != nil {
-		t.Fatalf("loading %s: %v", configFile, err)
+		t.Fatalf("loading %s: %v", file, err)
 	}
 	return cfg.Profiles
 }
 
 // startScheduler runs kube-scheduler's scheduler in-process with the given
-// profiles (the plugin in its out-of-tree registry) until the returned stop
+// profiles (the out-of-tree registry of planner-scheduler: ProgressAware
+// and the scheduler-plugins plugins) until the returned stop
 // is called or the test ends. Binding is the scheduler's own; no kubelet
 // runs, so pods stay Pending on their node.
 func startScheduler(ctx context.Context, t *testing.T, cfg *rest.Config, profiles []schedconfig.KubeSchedulerProfile) (stop func()) {
@@ -57,13 +65,16 @@ func startScheduler(ctx context.Context, t *testing.T, cfg *rest.Config, profile
 	sched, err := scheduler.New(ctx, cs, informerFactory, dynInformerFactory, profile.NewRecorderFactory(broadcaster),
 		scheduler.WithKubeConfig(cfg),
 		scheduler.WithProfiles(profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{plugin.Name: plugin.New}),
+		scheduler.WithFrameworkOutOfTreeRegistry(registry()),
 		scheduler.WithPodInitialBackoffSeconds(1),
 		scheduler.WithPodMaxBackoffSeconds(2),
 	)
 	if err != nil {
 		cancel()
 		t.Fatalf("building the scheduler: %v", err)
+	}
+	for name, fw := range sched.Profiles {
+		recordPlugins(name, fw.ListPlugins())
 	}
 	broadcaster.StartRecordingToSink(ctx.Done())
 	informerFactory.Start(ctx.Done())
@@ -86,6 +97,40 @@ func startScheduler(ctx context.Context, t *testing.T, cfg *rest.Config, profile
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+var (
+	pluginsMu sync.Mutex
+	// pluginsOf is, per scheduler name, the plugins of each extension point
+	// of the profile an in-process scheduler last ran, as its framework
+	// expanded them from the configuration.
+	pluginsOf = map[string]*schedconfig.Plugins{}
+)
+
+func recordPlugins(name string, p *schedconfig.Plugins) {
+	pluginsMu.Lock()
+	defer pluginsMu.Unlock()
+	pluginsOf[name] = p
+}
+
+// enabledAt names the plugins a profile runs at an extension point, in order.
+func enabledAt(name string, point func(*schedconfig.Plugins) schedconfig.PluginSet) []string {
+	pluginsMu.Lock()
+	defer pluginsMu.Unlock()
+	var out []string
+	if p := pluginsOf[name]; p != nil {
+		for _, e := range point(p).Enabled {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// registry is what cmd/planner-scheduler registers.
+func registry() frameworkruntime.Registry {
+	r := plugins.Registry()
+	r[plugin.Name] = plugin.New
+	return r
 }
 
 // waitTimeout bounds every wait on the scheduler.

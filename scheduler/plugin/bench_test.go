@@ -54,13 +54,40 @@ func noDeletes(ev *preemption.Evaluator) {
 	ev.PreemptPod = func(context.Context, preemption.Candidate, *v1.Pod, *v1.Pod, string) error { return nil }
 }
 
+// podGroupCluster is syntheticCluster with every job a scheduler-plugins
+// PodGroup instead of a JobSet: minMember 2 (both pods, the whole gang goes),
+// except every 4th job, whose minMember 1 lets one pod go alone.
+func podGroupCluster(n int) cluster {
+	c := syntheticCluster(n)
+	mm := map[string]int32{}
+	for _, p := range c.pods {
+		job := p.Labels[JobLabel]
+		delete(p.Labels, JobLabel)
+		p.Labels[PodGroupLabel] = job
+		var j int
+		fmt.Sscanf(job, "job%d", &j)
+		mm[job] = 2
+		if j%4 == 3 {
+			mm[job] = 1
+		}
+	}
+	c.pgs = podGroups(mm)
+	return c
+}
+
 // BenchmarkPostFilter compares one PostFilter of ProgressAware with one of
 // DefaultPreemption on the same synthetic cluster:
 //
 //	cd scheduler && go test -run '^$' -bench . -cpu 1 -count 10 ./plugin > bench.txt && benchstat -col /impl bench.txt
-func BenchmarkPostFilter(b *testing.B) {
+func BenchmarkPostFilter(b *testing.B) { benchmarkPostFilter(b, syntheticCluster) }
+
+// BenchmarkPostFilterPodGroups is BenchmarkPostFilter with PodGroup gangs
+// (podGroupCluster).
+func BenchmarkPostFilterPodGroups(b *testing.B) { benchmarkPostFilter(b, podGroupCluster) }
+
+func benchmarkPostFilter(b *testing.B, mkCluster func(int) cluster) {
 	for _, n := range []int{16, 128, 512} {
-		c := syntheticCluster(n)
+		c := mkCluster(n)
 		pre := preemptor(1000, 8)
 		impls := []struct {
 			name string
@@ -74,7 +101,7 @@ func BenchmarkPostFilter(b *testing.B) {
 				return p, err
 			}},
 			{"progressaware", func(ctx context.Context, fh fwk.Handle) (fwk.PostFilterPlugin, error) {
-				p, err := progressAware(c.fc, nil)(ctx, fh)
+				p, err := progressAwareWith(c.fc, nil, c.pgs)(ctx, fh)
 				if err == nil {
 					noDeletes(p.(*Plugin).Evaluator())
 				}
@@ -99,9 +126,18 @@ func BenchmarkPostFilter(b *testing.B) {
 }
 
 // BenchmarkLess compares the queue order's comparison with PrioritySort's.
-func BenchmarkLess(b *testing.B) {
-	c := syntheticCluster(128)
+func BenchmarkLess(b *testing.B) { benchmarkLess(b, syntheticCluster) }
+
+// BenchmarkLessPodGroups is BenchmarkLess with PodGroup jobs (a PodGroup
+// look-up on each side).
+func BenchmarkLessPodGroups(b *testing.B) { benchmarkLess(b, podGroupCluster) }
+
+func benchmarkLess(b *testing.B, mkCluster func(int) cluster) {
+	c := mkCluster(128)
 	p := &Plugin{set: settings{maxForecastAge: DefaultMaxForecastAge}, clock: fakeNow{}, forecasts: c.fc}
+	if c.pgs != nil {
+		p.podGroups = c.pgs
+	}
 	ps := &queuesort.PrioritySort{}
 	var qs []fwk.QueuedPodInfo
 	for _, pod := range c.pods {

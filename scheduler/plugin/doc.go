@@ -7,19 +7,28 @@
 //
 // # Pods, jobs and gangs
 //
-// A pod belongs to the TrainJob named by its JobSet label
-// (jobset.sigs.k8s.io/jobset-name: the Trainer names the JobSet after the
-// TrainJob). A job is tracked when a ProgressForecast of that name exists in
-// the pod's namespace and its decision is not in the policy's advise mode.
-// All pods of a tracked job form one gang: evicting any of them evicts all of
-// them, on every node, and the cost of the eviction is the gang's.
-// Pods of untracked jobs are single-pod groups with no verdict.
+// A pod's gang comes from pkg/gang (an ordered table of named rules): a
+// scheduler-plugins PodGroup (label scheduling.x-k8s.io/pod-group, with the
+// PodGroup's minMember), else the pod's JobSet (jobset.sigs.k8s.io/jobset-name:
+// the Trainer names the JobSet after the TrainJob). The gang's job, whose
+// ProgressForecast the plugin reads, is the JobSet's name when the pod
+// carries one, else the PodGroup's. A job is tracked when a
+// ProgressForecast of that name exists in the pod's namespace and its
+// decision is not in the policy's advise mode. All pods of a tracked job
+// form one gang, and so do all pods of a PodGroup, tracked or not (the
+// PodGroup declares them one): evicting any of them evicts all of them, on
+// every node, and the cost of the eviction is the gang's — unless the
+// gang's pods on other nodes still number at least its minMember, in which
+// case only the pods on the chosen node go and only they are counted.
+// Other pods are single-pod groups with no verdict.
 //
 // # Queue order (QueueSort)
 //
 // Pending pods are ordered by pod priority plus the job's boost (the
 // decision's boost; 0 for untracked jobs and for decisions older than
-// MaxForecastAge), then by the time they entered the queue.
+// MaxForecastAge), then by the time they entered the queue — for a
+// PodGroup's pods, the time the PodGroup was created, then the PodGroup,
+// so that a gang's pods stay together as under Coscheduling's QueueSort.
 //
 // # Victim rules (PostFilter)
 //
@@ -47,7 +56,8 @@
 // valuable first) while the preemptor still fits: what cannot be given back
 // are the node's victims. The node whose victims are cheapest by the same
 // rules, compared over the whole victim set, wins (OrderedScoreFuncs in
-// nodescore.go). When no eligible pod on a node belongs to a tracked job,
-// that node's victims are DefaultPreemption's, and when no candidate node
-// has a tracked victim, so is the choice of node.
+// nodescore.go). When no eligible pod on a node belongs to a gang (a
+// tracked job's or a PodGroup's), that node's victims are
+// DefaultPreemption's, and when no candidate node has such a victim, so is
+// the choice of node.
 package plugin

@@ -7,24 +7,27 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/progress-planner/planner/pkg/gang"
 )
 
-// jobIndex indexes the scheduler's pod informer by namespace/TrainJob, so
+// gangIndex indexes the scheduler's pod informer by gang key (pkg/gang), so
 // that a gang's pods are found without scanning every pod in the cluster.
-const jobIndex = "planner.progress.io/trainjob"
+const gangIndex = "planner.progress.io/gang"
 
-func indexByJob(obj any) ([]string, error) {
+func indexByGang(obj any) ([]string, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return nil, nil
 	}
-	if job := jobName(pod); job != "" {
-		return []string{pod.Namespace + "/" + job}, nil
+	// The key does not depend on a PodGroup's minMember: no lookup.
+	if g, ok := gang.Of(pod, nil); ok {
+		return []string{g.Key()}, nil
 	}
 	return nil, nil
 }
 
-// gangTotals is one tracked job's footprint on the whole cluster: its pods
+// gangTotals is one gang's footprint on the whole cluster: its pods
 // bound to nodes and not being deleted.
 type gangTotals struct {
 	pods  int
@@ -49,7 +52,7 @@ type gangCache struct {
 
 func newGangCache() *gangCache { return &gangCache{m: map[string]gangTotals{}} }
 
-// gang returns the totals of the gang key (namespace/job), from the cache
+// gang returns the totals of the gang key (gang.Gang.Key), from the cache
 // of the current preemption when there is one.
 func (p *Plugin) gang(key string) (gangTotals, error) {
 	c := p.cycle.Load()
@@ -79,9 +82,9 @@ func (p *Plugin) gang(key string) (gangTotals, error) {
 func (p *Plugin) countGang(key string) (gangTotals, error) {
 	var t gangTotals
 	if p.podIndex != nil {
-		objs, err := p.podIndex.ByIndex(jobIndex, key)
+		objs, err := p.podIndex.ByIndex(gangIndex, key)
 		if err != nil {
-			return t, fmt.Errorf("looking up the pods of job %s: %w", key, err)
+			return t, fmt.Errorf("looking up the pods of gang %s: %w", key, err)
 		}
 		for _, o := range objs {
 			if pod, ok := o.(*v1.Pod); ok && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil {
@@ -92,22 +95,24 @@ func (p *Plugin) countGang(key string) (gangTotals, error) {
 	}
 	nodes, err := p.fh.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return t, fmt.Errorf("listing the snapshot's nodes to count job %s: %w", key, err)
+		return t, fmt.Errorf("listing the snapshot's nodes to count gang %s: %w", key, err)
 	}
 	for _, ni := range nodes {
 		for _, pi := range ni.GetPods() {
-			if pod := pi.GetPod(); pod.DeletionTimestamp == nil && jobName(pod) != "" && pod.Namespace+"/"+jobName(pod) == key {
-				t.add(pod, p.set.gpuResource)
+			if pod := pi.GetPod(); pod.DeletionTimestamp == nil {
+				if g, ok := gang.Of(pod, nil); ok && g.Key() == key {
+					t.add(pod, p.set.gpuResource)
+				}
 			}
 		}
 	}
 	return t, nil
 }
 
-// addJobIndex adds jobIndex to the pod informer; the scheduler builds
+// addGangIndex adds gangIndex to the pod informer; the scheduler builds
 // plugins before it starts its informers, so this normally succeeds.
-func addJobIndex(inf cache.SharedIndexInformer) cache.Indexer {
-	if err := inf.AddIndexers(cache.Indexers{jobIndex: indexByJob}); err != nil {
+func addGangIndex(inf cache.SharedIndexInformer) cache.Indexer {
+	if err := inf.AddIndexers(cache.Indexers{gangIndex: indexByGang}); err != nil {
 		return nil
 	}
 	return inf.GetIndexer()

@@ -30,6 +30,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	testingclock "k8s.io/utils/clock/testing"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/progress-planner/planner/pkg/preempt"
 )
@@ -57,7 +58,11 @@ func jobPod(name, job, node string, prio int32, gpus int, started time.Time) *v1
 	if job != "" {
 		w = w.Label(JobLabel, job)
 	}
-	return w.Obj()
+	p := w.Obj()
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	return p
 }
 
 // preemptor is a pending pod asking for gpus GPUs.
@@ -95,19 +100,50 @@ type cluster struct {
 	pdbs  []*policy.PodDisruptionBudget
 	fc    StaticForecasts
 	args  *Args
+	// pgs are the scheduler-plugins PodGroups (nil: none known).
+	pgs StaticPodGroups
 }
 
 // postFilterFactory builds the PostFilter plugin under test on a framework.
 type postFilterFactory func(ctx context.Context, fh fwk.Handle) (fwk.PostFilterPlugin, error)
 
 func progressAware(fc StaticForecasts, args *Args) postFilterFactory {
+	return progressAwareWith(fc, args, nil)
+}
+
+// progressAwareWith is progressAware with PodGroups.
+func progressAwareWith(fc StaticForecasts, args *Args, pgs StaticPodGroups) postFilterFactory {
 	return func(ctx context.Context, fh fwk.Handle) (fwk.PostFilterPlugin, error) {
 		var obj runtime.Object
 		if args != nil {
 			obj = args
 		}
-		return NewWithOptions(ctx, obj, fh, Options{Features: &plfeature.Features{}, Forecasts: fc, Clock: testingclock.NewFakePassiveClock(now)})
+		o := Options{Features: &plfeature.Features{}, Forecasts: fc, Clock: testingclock.NewFakePassiveClock(now)}
+		if pgs != nil {
+			o.PodGroups = pgs
+		}
+		return NewWithOptions(ctx, obj, fh, o)
 	}
+}
+
+// pgPod is a running pod of the PodGroup pg (and, when job is not "", of
+// the JobSet job, as a TrainJob run with Trainer's coscheduling) on node.
+func pgPod(name, pg, job, node string, prio int32, gpus int, started time.Time) *v1.Pod {
+	p := jobPod(name, job, node, prio, gpus, started)
+	p.Labels[PodGroupLabel] = pg
+	return p
+}
+
+// podGroups are PodGroups of the given minMembers, keyed by name.
+func podGroups(minMembers map[string]int32) StaticPodGroups {
+	s := StaticPodGroups{}
+	for name, mm := range minMembers {
+		s[ns+"/"+name] = &schedv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(now.Add(-7 * time.Hour))},
+			Spec:       schedv1alpha1.PodGroupSpec{MinMember: mm},
+		}
+	}
+	return s
 }
 
 func defaultPreemption(ctx context.Context, fh fwk.Handle) (fwk.PostFilterPlugin, error) {

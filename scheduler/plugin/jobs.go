@@ -5,16 +5,34 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/progress-planner/planner/pkg/gang"
 )
 
 // JobLabel names a pod's JobSet; the Trainer names the JobSet after the
 // TrainJob, so the value is also the TrainJob's and the ProgressForecast's
 // name. (Trainer v2.2.0 puts no TrainJob label of its own on pods.)
-const JobLabel = jobsetapi.JobSetNameKey
+const JobLabel = gang.JobSetNameLabel
 
-// jobName is the TrainJob a pod belongs to, "" for none.
-func jobName(p *v1.Pod) string { return p.Labels[JobLabel] }
+// PodGroupLabel names a pod's scheduler-plugins PodGroup.
+const PodGroupLabel = gang.PodGroupLabel
+
+// member is how the plugin sees a pod: its gang (pkg/gang, with PodGroup
+// quorums from p.podGroups), its job's forecast when the job is tracked,
+// and whether the pod is evicted only with its gang. A tracked job's pods
+// are a gang (as before PodGroups); so are a PodGroup's pods whether the
+// job is tracked or not, because the PodGroup itself declares that they
+// run together and Coscheduling placed them so.
+func (p *Plugin) member(pod *v1.Pod) (g gang.Gang, jf *JobForecast, grouped bool) {
+	g, ok := gang.Of(pod, p.podGroups)
+	if !ok {
+		return g, nil, false
+	}
+	if jf = p.forecasts.Get(pod.Namespace, g.Job); !jf.Tracked() {
+		jf = nil
+	}
+	return g, jf, jf != nil || g.Declared()
+}
 
 // podGPUs is what the pod requests of the GPU resource (the larger of the
 // sum over containers and any init container, as the scheduler counts it).

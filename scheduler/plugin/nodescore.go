@@ -17,7 +17,7 @@ type nodeCost struct {
 	workLost                             float64
 	gangPods                             int64
 	earliestStart                        time.Time
-	tracked                              bool
+	gang                                 bool // a victim belongs to a gang
 }
 
 // OrderedScoreFuncs picks among candidate nodes by the same rules as the
@@ -25,12 +25,12 @@ type nodeCost struct {
 // groups, fewest PDB violations, fewest groups that are not stalled, lowest
 // highest priority, least work lost, fewest pods evicted (gangs included),
 // then the latest-started victims. When no victim on any node belongs to a
-// tracked job it returns nil, which makes the Evaluator use the default
+// gang it returns nil, which makes the Evaluator use the default
 // node order.
 func (p *Plugin) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(node string) int64 {
 	now := p.clock.Now()
 	costs := make(map[string]nodeCost, len(nodesToVictims))
-	anyTracked := false
+	anyGang := false
 	for node, v := range nodesToVictims {
 		c, err := p.nodeCost(v, now)
 		if err != nil {
@@ -39,9 +39,9 @@ func (p *Plugin) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]
 			return nil
 		}
 		costs[node] = c
-		anyTracked = anyTracked || c.tracked
+		anyGang = anyGang || c.gang
 	}
-	if !anyTracked {
+	if !anyGang {
 		return nil
 	}
 	return []func(string) int64{
@@ -74,7 +74,7 @@ func (p *Plugin) nodeCost(v *extenderv1.Victims, now time.Time) (nodeCost, error
 		if err := p.cost(g, now); err != nil {
 			return c, err
 		}
-		c.tracked = c.tracked || g.job != nil
+		c.gang = c.gang || g.gang != nil
 		if g.protected {
 			c.protected++
 		}
@@ -89,16 +89,17 @@ func (p *Plugin) nodeCost(v *extenderv1.Victims, now time.Time) (nodeCost, error
 
 // victimGroup adds pod to its group in seen.
 func (p *Plugin) victimGroup(pod *v1.Pod, seen map[string]*group) {
-	var jf *JobForecast
+	gg, jf, grouped := p.member(pod)
 	key := pod.Namespace + "/" + pod.Name
-	if job := jobName(pod); job != "" {
-		if f := p.forecasts.Get(pod.Namespace, job); f.Tracked() {
-			jf, key = f, pod.Namespace+"/"+job
-		}
+	if grouped {
+		key = gg.Key()
 	}
 	g := seen[key]
 	if g == nil {
 		g = &group{key: key, job: jf, priority: podPriority(pod), start: podStart(pod)}
+		if grouped {
+			g.gang = &gg
+		}
 		seen[key] = g
 	}
 	g.pods = append(g.pods, pod)

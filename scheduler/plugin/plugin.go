@@ -32,10 +32,11 @@ type Plugin struct {
 	fh        fwk.Handle
 	set       settings
 	forecasts Forecasts
+	podGroups PodGroups
 	clock     clock.PassiveClock
 	async     bool
 	evaluator *preemption.Evaluator
-	// podIndex is the scheduler's pod informer indexed by job (jobIndex);
+	// podIndex is the scheduler's pod informer indexed by gang (gangIndex);
 	// nil when the index could not be added.
 	podIndex cache.Indexer
 	// cycle memoises gang totals for the preemption in progress; PostFilter
@@ -59,6 +60,10 @@ type Options struct {
 	// Forecasts default to an informer on ProgressForecasts through the
 	// handle's kubeconfig.
 	Forecasts Forecasts
+	// PodGroups default to an informer on scheduler-plugins PodGroups when
+	// the API serves them, else to none (every PodGroup gang counts all of
+	// its pods).
+	PodGroups PodGroups
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
 }
@@ -88,6 +93,13 @@ func NewWithOptions(ctx context.Context, obj runtime.Object, fh fwk.Handle, o Op
 		}
 		o.Forecasts = inf
 	}
+	if o.PodGroups == nil {
+		pgs, err := newInformerPodGroups(ctx, fh.KubeConfig())
+		if err != nil {
+			return nil, err
+		}
+		o.PodGroups = pgs
+	}
 	dp, err := defaultpreemption.New(ctx, &config.DefaultPreemptionArgs{
 		MinCandidateNodesPercentage: set.minCandidateNodesPercentage,
 		MinCandidateNodesAbsolute:   set.minCandidateNodesAbsolute,
@@ -95,10 +107,10 @@ func NewWithOptions(ctx context.Context, obj runtime.Object, fh fwk.Handle, o Op
 	if err != nil {
 		return nil, fmt.Errorf("building the default preemption %s falls back to: %w", Name, err)
 	}
-	p := &Plugin{DefaultPreemption: dp, fh: fh, set: set, forecasts: o.Forecasts, clock: o.Clock, async: fts.EnableAsyncPreemption}
-	p.podIndex = addJobIndex(fh.SharedInformerFactory().Core().V1().Pods().Informer())
+	p := &Plugin{DefaultPreemption: dp, fh: fh, set: set, forecasts: o.Forecasts, podGroups: o.PodGroups, clock: o.Clock, async: fts.EnableAsyncPreemption}
+	p.podIndex = addGangIndex(fh.SharedInformerFactory().Core().V1().Pods().Informer())
 	if p.podIndex == nil {
-		klog.FromContext(ctx).Info("Could not index pods by TrainJob (informer already started); gang costs scan the snapshot")
+		klog.FromContext(ctx).Info("Could not index pods by gang (informer already started); gang costs scan the snapshot")
 	}
 	p.evaluator = preemption.NewEvaluator(Name, fh, p, fts.EnableAsyncPreemption)
 	p.evaluator.PreemptPod = p.withGang(p.evaluator.PreemptPod)

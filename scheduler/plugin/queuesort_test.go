@@ -65,3 +65,39 @@ func TestLess(t *testing.T) {
 		}
 	}
 }
+
+// TestLessPodGroups: at equal priority, a PodGroup's pods arrive when the
+// PodGroup was created, and pods of one PodGroup sort next to each other
+// (as Coscheduling's QueueSort keeps them), whenever each was queued.
+func TestLessPodGroups(t *testing.T) {
+	pgs := podGroups(map[string]int32{"old": 2, "new": 2})
+	pgs[ns+"/new"].CreationTimestamp.Time = now.Add(-time.Hour)
+	pgs[ns+"/old"].CreationTimestamp.Time = now.Add(-2 * time.Hour)
+	pgs[ns+"/twin"] = pgs[ns+"/old"].DeepCopy()
+	pgs[ns+"/twin"].Name = "twin"
+	p := &Plugin{set: settings{maxForecastAge: DefaultMaxForecastAge}, clock: testingclock.NewFakePassiveClock(now),
+		forecasts: forecasts(), podGroups: pgs}
+	pod := func(name, pg string, prio int32) *v1.Pod {
+		w := st.MakePod().Name(name).Namespace(ns).Priority(prio)
+		if pg != "" {
+			w = w.Label(PodGroupLabel, pg)
+		}
+		return w.Obj()
+	}
+	tests := []struct {
+		name string
+		a, b fwk.QueuedPodInfo
+		want bool
+	}{
+		{"the older PodGroup first, though queued later", queued(t, pod("a", "old", 100), now), queued(t, pod("b", "new", 100), now.Add(-time.Minute)), true},
+		{"priority still first", queued(t, pod("a", "old", 100), now), queued(t, pod("b", "new", 200), now), false},
+		{"PodGroups created together: by key, so siblings stay adjacent", queued(t, pod("a", "old", 100), now), queued(t, pod("b", "twin", 100), now.Add(-time.Minute)), true},
+		{"a PodGroup created before a lone pod was queued goes first", queued(t, pod("a", "new", 100), now), queued(t, pod("b", "", 100), now.Add(-time.Minute)), true},
+		{"an unknown PodGroup: the pod's own arrival", queued(t, pod("a", "unknown", 100), now), queued(t, pod("b", "", 100), now.Add(-time.Minute)), false},
+	}
+	for _, tt := range tests {
+		if got := p.Less(tt.a, tt.b); got != tt.want {
+			t.Errorf("%s: Less = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

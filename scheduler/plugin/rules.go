@@ -7,18 +7,26 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/progress-planner/planner/pkg/gang"
 )
 
 // group is what the victim rules rank: the eligible pods of one gang on one
-// node (or one pod of no tracked job), with the cost of evicting the whole
-// gang.
+// node (or one pod of no gang), with the cost of evicting the whole gang
+// (or, for a gang whose quorum the rest keeps, of these pods).
 type group struct {
-	// key is namespace/job for a gang, namespace/pod for a lone pod.
+	// key is the gang's key (pkg/gang), namespace/pod for a lone pod.
 	key  string
 	pods []*v1.Pod
 	// infos are the pods' PodInfos (victim selection only).
 	infos []fwk.PodInfo
-	// job is the gang's forecast; nil for a lone pod.
+	// gang is the pods' gang; nil for a lone pod.
+	gang *gang.Gang
+	// partial: the gang's pods on other nodes meet its minMember without
+	// these, so only these are evicted.
+	partial bool
+	// job is the gang's forecast; nil for a lone pod and an untracked
+	// PodGroup.
 	job *JobForecast
 	// protected: the job holds an active NearDone lease.
 	protected bool

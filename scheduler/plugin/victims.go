@@ -16,12 +16,12 @@ import (
 func (p *Plugin) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	nodeInfo fwk.NodeInfo, pdbs []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	groups, tracked, err := p.groupsOnNode(pod, nodeInfo, pdbs, p.clock.Now())
+	groups, planned, err := p.groupsOnNode(pod, nodeInfo, pdbs, p.clock.Now())
 	if err != nil {
 		return nil, 0, fwk.AsStatus(err)
 	}
-	if !tracked {
-		// No pod of a tracked job is involved: the default's choice.
+	if !planned {
+		// No pod of a gang is involved: the default's choice.
 		return p.DefaultPreemption.SelectVictimsOnNode(ctx, state, pod, nodeInfo, pdbs)
 	}
 	if len(groups) == 0 {
@@ -93,35 +93,34 @@ func (p *Plugin) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, 
 }
 
 // groupsOnNode collects the eligible groups on a node and reports whether
-// any eligible pod belongs to a tracked job. A gang with a pod the
-// preemptor may not evict is not eligible at all; a protected gang is
-// eligible only with the priority margin.
+// any eligible pod belongs to a gang (a tracked job's or a PodGroup's). A
+// gang with a pod the preemptor may not evict is not eligible at all; a
+// protected gang is eligible only with the priority margin.
 func (p *Plugin) groupsOnNode(preemptor *v1.Pod, nodeInfo fwk.NodeInfo,
 	pdbs []*policy.PodDisruptionBudget, now time.Time) ([]*group, bool, error) {
 	prio := podPriority(preemptor)
 	byKey := map[string]*group{}
 	var order []*group
 	blocked := map[string]bool{}
-	tracked := false
+	planned := false
 	for _, pi := range nodeInfo.GetPods() {
 		pod := pi.GetPod()
-		job := jobName(pod)
-		jf := (*JobForecast)(nil)
-		if job != "" {
-			jf = p.forecasts.Get(pod.Namespace, job)
-		}
-		key := pod.Namespace + "/" + job
-		if !jf.Tracked() {
-			jf, key = nil, pod.Namespace+"/"+pod.Name
+		gg, jf, grouped := p.member(pod)
+		key := pod.Namespace + "/" + pod.Name
+		if grouped {
+			key = gg.Key()
 		}
 		if podPriority(pod) >= prio {
 			blocked[key] = true
 			continue
 		}
-		tracked = tracked || jf != nil
+		planned = planned || grouped
 		g := byKey[key]
 		if g == nil {
 			g = &group{key: key, job: jf, priority: podPriority(pod), start: podStart(pod)}
+			if grouped {
+				g.gang = &gg
+			}
 			byKey[key] = g
 			order = append(order, g)
 		}
@@ -146,17 +145,19 @@ func (p *Plugin) groupsOnNode(preemptor *v1.Pod, nodeInfo fwk.NodeInfo,
 		out = append(out, g)
 	}
 	markPDBViolations(out, pdbs)
-	return out, tracked, nil
+	return out, planned, nil
 }
 
 // cost fills in the verdict-derived fields and the eviction cost of g.
 func (p *Plugin) cost(g *group, now time.Time) error {
-	if g.job == nil {
+	if g.gang == nil {
 		pod := g.pods[0]
 		g.gangPods = 1
 		g.workLost = workLost(now, weight(podGPUs(pod, p.set.gpuResource), 1), g.start, time.Time{})
 		return nil
 	}
+	// JobForecast's methods take a nil forecast (an untracked PodGroup) as
+	// no lease and no verdict.
 	g.protected = g.job.Leased(now)
 	g.stalled = g.job.Stalled(now, p.set.maxForecastAge)
 	t, err := p.gang(g.key)
@@ -169,12 +170,25 @@ func (p *Plugin) cost(g *group, now time.Time) error {
 			t.add(pod, p.set.gpuResource)
 		}
 	}
+	if mm := int(g.gang.MinMember); mm > 0 && t.pods-len(g.pods) >= mm {
+		// The gang's pods elsewhere keep its quorum: only these go, and
+		// only they are lost (withGang leaves the rest running).
+		g.partial = true
+		t = gangTotals{}
+		for _, pod := range g.pods {
+			t.add(pod, p.set.gpuResource)
+		}
+	}
 	g.gangPods = t.pods
 	start := t.start
 	if start.IsZero() || g.start.Before(start) {
 		start = g.start
 	}
-	g.workLost = workLost(now, weight(t.gpus, int64(g.gangPods)), start, g.job.LastReport)
+	var lastReport time.Time
+	if g.job != nil {
+		lastReport = g.job.LastReport
+	}
+	g.workLost = workLost(now, weight(t.gpus, int64(g.gangPods)), start, lastReport)
 	return nil
 }
 

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -165,8 +165,8 @@ func TestExplainScenarios(t *testing.T) {
 		hf := history(t, "synth__inverse-power")
 		honest := prefix(hf.Reports, 0.45)
 		const speed = 15 // see TestPlannerForgedProgressEarnsNoProtection
-		forged := forecast.FileReport{T: honest[len(honest)-1].T + 1.05*speed, TrainerStatus: forge99(hf.Reports[len(honest)].TrainerStatus)}
-		if err := <-replayAt(ctx, c, a, append(append([]forecast.FileReport{}, honest...), forged), speed); err != nil {
+		forged := progress.FileReport{T: honest[len(honest)-1].T + 1.05*speed, TrainerStatus: forge99(hf.Reports[len(honest)].TrainerStatus)}
+		if err := <-replayAt(ctx, c, a, append(append([]progress.FileReport{}, honest...), forged), speed); err != nil {
 			t.Fatalf("replay: %v", err)
 		}
 		// At 45 % this job's curve has too few evaluations to be judged;

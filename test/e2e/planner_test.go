@@ -22,9 +22,9 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/examples"
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -76,13 +76,13 @@ func startPlanner(ctx context.Context, t *testing.T, env *framework.Env, cfg kue
 	return c
 }
 
-func history(t *testing.T, name string) *forecast.HistoryFile {
+func history(t *testing.T, name string) *progress.HistoryFile {
 	t.Helper()
 	b, err := fs.ReadFile(examples.FS, examples.Dir+"/"+name+".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, err := forecast.ReadHistoryFile(strings.NewReader(string(b)))
+	hf, err := progress.ReadHistoryFile(strings.NewReader(string(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,18 +93,18 @@ var errSuspended = errors.New("TrainJob suspended")
 
 // replay writes reports into tj's status at replaySpeed in the background,
 // and stops when Kueue suspends tj (an evicted job stops reporting).
-func replay(ctx context.Context, t *testing.T, c client.Client, tj *kftrainer.TrainJob, reports []forecast.FileReport) <-chan error {
+func replay(ctx context.Context, t *testing.T, c client.Client, tj *kftrainer.TrainJob, reports []progress.FileReport) <-chan error {
 	t.Helper()
 	return replayAt(ctx, c, tj, reports, replaySpeed)
 }
 
-func replayAt(ctx context.Context, c client.Client, tj *kftrainer.TrainJob, reports []forecast.FileReport, speed float64) <-chan error {
+func replayAt(ctx context.Context, c client.Client, tj *kftrainer.TrainJob, reports []progress.FileReport, speed float64) <-chan error {
 	done := make(chan error, 1)
 	key := client.ObjectKeyFromObject(tj)
 	go func() {
 		_, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
 			Speed: speed,
-			OnReport: func(i int, _ forecast.FileReport, werr error) error {
+			OnReport: func(i int, _ progress.FileReport, werr error) error {
 				if werr != nil {
 					return fmt.Errorf("report %d refused: %w", i, werr)
 				}
@@ -126,7 +126,7 @@ func replayAt(ctx context.Context, c client.Client, tj *kftrainer.TrainJob, repo
 	return done
 }
 
-func prefix(reports []forecast.FileReport, frac float64) []forecast.FileReport {
+func prefix(reports []progress.FileReport, frac float64) []progress.FileReport {
 	return reports[:int(float64(len(reports))*frac)]
 }
 
@@ -381,8 +381,8 @@ func TestPlannerForgedProgressEarnsNoProtection(t *testing.T) {
 	// least 1 s (pkg/forecast jumpRatio), so this replay runs at 15×, where
 	// 45 % → 99 % in 1.05 s is ~30× the job's rate (at 50× it would be ~9×).
 	const speed = 15
-	forged := forecast.FileReport{T: honest[len(honest)-1].T + 1.05*speed, TrainerStatus: forge99(hf.Reports[len(honest)].TrainerStatus)}
-	if err := <-replayAt(ctx, c, a, append(append([]forecast.FileReport{}, honest...), forged), speed); err != nil {
+	forged := progress.FileReport{T: honest[len(honest)-1].T + 1.05*speed, TrainerStatus: forge99(hf.Reports[len(honest)].TrainerStatus)}
+	if err := <-replayAt(ctx, c, a, append(append([]progress.FileReport{}, honest...), forged), speed); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	ev := waitEvent(ctx, t, c, a.Namespace, "TrainJob", a.Name, kueueext.ReasonImplausibleProgress)
@@ -412,8 +412,8 @@ func TestPlannerForgedProgressEarnsNoProtection(t *testing.T) {
 }
 
 // forge99 claims 99 %: percentage and step counter jump, ETA one minute.
-func forge99(s forecast.TrainerStatus) forecast.TrainerStatus {
-	out := forecast.TrainerStatus{ProgressPercentage: ptr.To(99.0), EstimatedRemainingSeconds: ptr.To(60.0)}
+func forge99(s progress.TrainerStatus) progress.TrainerStatus {
+	out := progress.TrainerStatus{ProgressPercentage: ptr.To(99.0), EstimatedRemainingSeconds: ptr.To(60.0)}
 	var total float64
 	for _, m := range s.Metrics {
 		if m.Name == "total_steps" {
@@ -454,16 +454,16 @@ func TestPlannerGarbageStatus(t *testing.T) {
 	cDone := replay(ctx, t, c, jc, healthy)
 
 	// Values the Trainer API accepts but that make no sense.
-	garbage := []forecast.TrainerStatus{
-		{Metrics: []forecast.MetricValue{{Name: "loss", Value: "banana"}, {Name: "current_step", Value: "-5"}}},
-		{Metrics: []forecast.MetricValue{{Name: "loss", Value: "1"}, {Name: "loss", Value: "2"}}},
-		{ProgressPercentage: ptr.To(50.0), Metrics: []forecast.MetricValue{{Name: "current_step", Value: "900"}, {Name: "total_steps", Value: "10"}}},
-		{Metrics: []forecast.MetricValue{{Name: "total_steps", Value: "1e300"}, {Name: "loss", Value: "0x1p-2"}}},
-		{Metrics: []forecast.MetricValue{{Name: strings.Repeat("m", 64), Value: strings.Repeat("9", 64)}}},
+	garbage := []progress.TrainerStatus{
+		{Metrics: []progress.MetricValue{{Name: "loss", Value: "banana"}, {Name: "current_step", Value: "-5"}}},
+		{Metrics: []progress.MetricValue{{Name: "loss", Value: "1"}, {Name: "loss", Value: "2"}}},
+		{ProgressPercentage: ptr.To(50.0), Metrics: []progress.MetricValue{{Name: "current_step", Value: "900"}, {Name: "total_steps", Value: "10"}}},
+		{Metrics: []progress.MetricValue{{Name: "total_steps", Value: "1e300"}, {Name: "loss", Value: "0x1p-2"}}},
+		{Metrics: []progress.MetricValue{{Name: strings.Repeat("m", 64), Value: strings.Repeat("9", 64)}}},
 	}
-	var reports []forecast.FileReport
+	var reports []progress.FileReport
 	for i, g := range garbage {
-		reports = append(reports, forecast.FileReport{T: float64(i) * 25, TrainerStatus: g}) // 0.5 s apart at replaySpeed
+		reports = append(reports, progress.FileReport{T: float64(i) * 25, TrainerStatus: g}) // 0.5 s apart at replaySpeed
 	}
 	if err := <-replay(ctx, t, c, a, reports); err != nil {
 		t.Fatalf("garbage replay: %v", err)

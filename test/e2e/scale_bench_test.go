@@ -39,8 +39,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
-	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -406,7 +406,7 @@ policy:
 				}
 				r := scaleReport(k)
 				sent := time.Now()
-				n, err := kueueext.Replay(driveCtx, dc, key, []forecast.FileReport{r}, kueueext.ReplayOptions{})
+				n, err := kueueext.Replay(driveCtx, dc, key, []progress.FileReport{r}, kueueext.ReplayOptions{})
 				ack := time.Now()
 				if err != nil || n != 1 {
 					if driveCtx.Err() == nil {
@@ -801,9 +801,9 @@ func winStartLoad(mu *sync.Mutex, t *time.Time) time.Time {
 }
 
 // scaleReport is a progressing job's k-th report: steps up, loss down.
-func scaleReport(k int) forecast.FileReport {
+func scaleReport(k int) progress.FileReport {
 	loss := 0.5 + 2*math.Exp(-float64(k)/40) + 0.01*math.Sin(float64(k))
-	return forecast.FileReport{TrainerStatus: forecast.TrainerStatus{Metrics: []forecast.MetricValue{
+	return progress.FileReport{TrainerStatus: progress.TrainerStatus{Metrics: []progress.MetricValue{
 		{Name: "loss", Value: strconv.FormatFloat(loss, 'f', 4, 64)},
 		{Name: "current_step", Value: strconv.Itoa(10 * k)},
 		{Name: "total_steps", Value: "1000000"},

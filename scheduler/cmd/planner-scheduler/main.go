@@ -1,7 +1,11 @@
 // Command planner-scheduler is kube-scheduler with the planner's
-// progress-aware plugin registered (docs/scheduler-plugin.md). It takes
-// every kube-scheduler flag; enable the plugin in a profile of the
-// KubeSchedulerConfiguration passed with --config (config/scheduler/).
+// progress-aware plugin registered next to the scheduler-plugins
+// distribution's plugins (sigs.k8s.io/scheduler-plugins, the pinned module,
+// not copies), so that one binary serves clusters that use Coscheduling
+// gangs or CapacityScheduling quotas (docs/scheduler-plugin.md, "With
+// scheduler-plugins"). It takes every kube-scheduler flag; enable plugins
+// in a profile of the KubeSchedulerConfiguration passed with --config
+// (config/scheduler/).
 package main
 
 import (
@@ -14,9 +18,13 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/progress-planner/planner/scheduler/plugin"
+	"github.com/progress-planner/planner/scheduler/plugins"
 )
 
 func main() {
-	cmd := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
-	os.Exit(cli.Run(cmd))
+	opts := []app.Option{app.WithPlugin(plugin.Name, plugin.New)}
+	for _, p := range plugins.SchedulerPlugins() {
+		opts = append(opts, app.WithPlugin(p.Name, p.Factory))
+	}
+	os.Exit(cli.Run(app.NewSchedulerCommand(opts...)))
 }

@@ -1,15 +1,15 @@
-package forecast
+package curve
 
 import "math"
 
-// Curve families fitted by FitCurves.
+// Curve families fitted by Fit.
 //
 // Every family is an improving learning curve (smaller is better)
 //
 //	y(x) = c + w·g(x; θ),   w >= 0,   g decreasing toward 0 as x → ∞,
 //
 // so c is the asymptote and w the improvement still to come from g's
-// starting value. Params of a FittedModel are [c, w, θ..., fixed...] in the
+// starting value. Params of a Model are [c, w, θ..., fixed...] in the
 // original x and y units:
 //
 //	family     formula                                        Params            origin
@@ -28,7 +28,7 @@ import "math"
 // it decreases monotonically (its original form may rise first); x0 > 0.
 //
 // janoschek and weibull describe the same set of curves (κ_janoschek =
-// κ_weibull^δ), and so do logpower and mmf (β = s^k, δ = k). FitCurves fits
+// κ_weibull^δ), and so do logpower and mmf (β = s^k, δ = k). Fit fits
 // each such shape once and reports it under both names, each with half the
 // prior weight, so that one shape does not count twice in the ensemble.
 var curveFamilies = []curveFamily{
@@ -45,7 +45,7 @@ var curveFamilies = []curveFamily{
 }
 
 // curveFamilyNames returns the names of all curve families, in the order
-// FitCurves tries them.
+// Fit tries them.
 func curveFamilyNames() []string {
 	names := make([]string, len(curveFamilies))
 	for i, f := range curveFamilies {

@@ -1,4 +1,4 @@
-package forecast
+package progress
 
 import (
 	"bytes"
@@ -7,8 +7,9 @@ import (
 
 // FuzzUnmarshalHistory: the stored history in a ProgressForecast status is
 // read back as untrusted input (anyone who can edit the status can forge
-// it). Whatever decodes must respect the limits, feed Observe and Fit
-// without panics, and re-encode to a history that decodes the same.
+// it). Whatever decodes must respect the limits, feed Observe without
+// panics, and re-encode to a history that decodes the same (forecast's
+// FuzzFitUntrustedHistory feeds it to Fit).
 func FuzzUnmarshalHistory(f *testing.F) {
 	hf, err := ReadHistoryFile(bytes.NewReader([]byte(sampleHistory)))
 	if err != nil {
@@ -57,6 +58,5 @@ func FuzzUnmarshalHistory(f *testing.F) {
 			next = 1
 		}
 		h.Observe(next, TrainerStatus{Metrics: []MetricValue{{Name: "loss", Value: "0.5"}}})
-		Fit(h, Objective{Metric: "loss", Direction: Minimize}, h.LastReport()+60, DefaultSettings())
 	})
 }

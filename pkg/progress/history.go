@@ -1,9 +1,11 @@
-package forecast
+package progress
 
 import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/progress-planner/planner/internal/stats"
 )
 
 // Limits bound one job's history. The defaults keep at most 512 points:
@@ -91,6 +93,10 @@ func NewHistory(l Limits) *History {
 // Len is the number of stored points.
 func (h *History) Len() int { return len(h.points) }
 
+// MetricColumn is the column of metric name in every Point (see
+// Point.Metric); ok is false when the metric is not stored.
+func (h *History) MetricColumn(name string) (c int, ok bool) { c, ok = h.index[name]; return c, ok }
+
 // Points returns the stored points (read-only; do not modify).
 func (h *History) Points() []Point { return h.points }
 
@@ -133,6 +139,10 @@ func (h *History) Value(i int, name string) float64 {
 	}
 	return h.points[i].val(c)
 }
+
+// Metric is the point's value in column c (History.MetricColumn); NaN
+// when absent.
+func (p *Point) Metric(c int) float64 { return p.val(c) }
 
 func (p *Point) val(c int) float64 {
 	if c < len(p.vals) {
@@ -201,7 +211,7 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 		Progress: snap.Progress, ReportedETA: snap.ReportedETA, NonFinite: len(snap.NonFinite) > 0}
 	if len(snap.NonFiniteOther) > 0 {
 		p.NaNMetrics = snap.NonFiniteOther[:min(len(snap.NonFiniteOther), h.limits.MaxMetrics)]
-		sortStrings(p.NaNMetrics)
+		slices.Sort(p.NaNMetrics)
 	}
 	if p.NonFinite && math.IsNaN(h.firstNaN) {
 		h.firstNaN = t
@@ -313,7 +323,7 @@ func (h *History) resumedAfterPause(t float64) bool {
 	if k < 3 {
 		return false
 	}
-	return gap > pauseFactor*median(d[:k])
+	return gap > pauseFactor*stats.Median(d[:k])
 }
 
 // sameReport: nothing but time (and the reported ETA, which a heartbeat
@@ -335,9 +345,9 @@ func sameReport(a, b *Point) bool {
 
 func sameF(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
 
-// informative: a point whose values differ from its predecessor's in a
+// Informative: a point whose values differ from its predecessor's in a
 // metric or in segment (counters always move, so they do not count).
-func (h *History) informative(i int) bool {
+func (h *History) Informative(i int) bool {
 	if i == 0 {
 		return true
 	}
@@ -380,7 +390,7 @@ func (h *History) thin() int {
 			continue
 		}
 		sc := logAge(i+1) - logAge(i-1)
-		if !h.informative(i) {
+		if !h.Informative(i) {
 			sc /= 2
 		}
 		cands = append(cands, cand{i, sc})

@@ -1,4 +1,4 @@
-package forecast
+package progress
 
 import (
 	"math"
@@ -137,138 +137,207 @@ func lossLike(name string) bool {
 // keeps only what passed. ok is false when the report must be refused as a
 // whole (it would corrupt the history: out-of-range progress, negative or
 // inconsistent counters).
+//
+// The fields are checked one after the other (progress, ETA, metrics),
+// then the counters against each other, then whether anything usable is
+// left.
 func Parse(t float64, s TrainerStatus) (snap Snapshot, rejs []Rejection, ok bool) {
-	snap = Snapshot{Progress: math.NaN(), ReportedETA: math.NaN(), Step: math.NaN(), TotalSteps: math.NaN(),
-		Epoch: math.NaN(), TotalEpochs: math.NaN()}
-	reject := func(r RejectReason, field, detail string) {
-		rejs = append(rejs, Rejection{T: t, Reason: r, Field: field, Detail: detail})
+	ps := parser{t: t, snap: Snapshot{Progress: math.NaN(), ReportedETA: math.NaN(), Step: math.NaN(), TotalSteps: math.NaN(),
+		Epoch: math.NaN(), TotalEpochs: math.NaN()}}
+	ps.progress(s.ProgressPercentage)
+	ps.eta(s.EstimatedRemainingSeconds)
+	ps.metrics(s.Metrics)
+	ps.fallbackStep()
+	ps.consistency()
+	ps.usable()
+	return ps.snap, ps.rejs, !ps.fatal
+}
+
+// parser is Parse's state: the snapshot so far, the rejections in the
+// order found, and whether the report as a whole is refused.
+type parser struct {
+	t     float64
+	snap  Snapshot
+	rejs  []Rejection
+	fatal bool
+	// fallback holds the fallbackCounters reported, for a report without
+	// a step.
+	fallback map[string]float64
+}
+
+// reject refuses one value.
+func (ps *parser) reject(r RejectReason, field, detail string) {
+	ps.rejs = append(ps.rejs, Rejection{T: ps.t, Reason: r, Field: field, Detail: detail})
+}
+
+// refuse refuses one value that would corrupt the history, and with it
+// the report.
+func (ps *parser) refuse(r RejectReason, field, detail string) {
+	ps.reject(r, field, detail)
+	ps.fatal = true
+}
+
+// progress: a finite percentage within 0–100, else the report is refused.
+func (ps *parser) progress(p *float64) {
+	if p == nil {
+		return
 	}
-	fatal := false
-	if p := s.ProgressPercentage; p != nil {
-		switch {
-		case math.IsNaN(*p) || math.IsInf(*p, 0):
-			reject(RejectNonFinite, "progressPercentage", "")
-			fatal = true
-		case *p < 0 || *p > 100:
-			reject(RejectProgressRange, "progressPercentage", strconv.FormatFloat(*p, 'g', 6, 64))
-			fatal = true
-		default:
-			snap.Progress = *p / 100
-		}
+	switch {
+	case math.IsNaN(*p) || math.IsInf(*p, 0):
+		ps.refuse(RejectNonFinite, "progressPercentage", "")
+	case *p < 0 || *p > 100:
+		ps.refuse(RejectProgressRange, "progressPercentage", strconv.FormatFloat(*p, 'g', 6, 64))
+	default:
+		ps.snap.Progress = *p / 100
 	}
-	if e := s.EstimatedRemainingSeconds; e != nil {
-		switch {
-		case math.IsNaN(*e) || math.IsInf(*e, 0):
-			reject(RejectNonFinite, "estimatedRemainingSeconds", "")
-		case *e < 0:
-			reject(RejectNegative, "estimatedRemainingSeconds", strconv.FormatFloat(*e, 'g', 6, 64))
-		case *e > maxETASeconds:
-			reject(RejectAbsurd, "estimatedRemainingSeconds", strconv.FormatFloat(*e, 'g', 6, 64))
-		default:
-			snap.ReportedETA = *e
-		}
+}
+
+// eta: a finite, non-negative ETA of at most maxETASeconds; a bad one is
+// dropped alone.
+func (ps *parser) eta(e *float64) {
+	if e == nil {
+		return
 	}
-	if len(s.Metrics) > maxMetrics {
-		reject(RejectTooManyMetrics, "metrics", strconv.Itoa(len(s.Metrics)))
+	switch {
+	case math.IsNaN(*e) || math.IsInf(*e, 0):
+		ps.reject(RejectNonFinite, "estimatedRemainingSeconds", "")
+	case *e < 0:
+		ps.reject(RejectNegative, "estimatedRemainingSeconds", strconv.FormatFloat(*e, 'g', 6, 64))
+	case *e > maxETASeconds:
+		ps.reject(RejectAbsurd, "estimatedRemainingSeconds", strconv.FormatFloat(*e, 'g', 6, 64))
+	default:
+		ps.snap.ReportedETA = *e
 	}
-	seen := make(map[string]bool, len(s.Metrics))
-	fallback := map[string]float64{}
-	for i, m := range s.Metrics {
+}
+
+// metrics: at most maxMetrics of them, each with a valid name, reported
+// once (a duplicate refuses the report) and parsing as a number; counters
+// fill the Snapshot's counter fields, everything else Metrics.
+func (ps *parser) metrics(ms []MetricValue) {
+	if len(ms) > maxMetrics {
+		ps.reject(RejectTooManyMetrics, "metrics", strconv.Itoa(len(ms)))
+	}
+	seen := make(map[string]bool, len(ms))
+	ps.fallback = map[string]float64{}
+	for i, m := range ms {
 		if i >= maxMetrics {
 			break
 		}
 		if m.Name == "" || len(m.Name) > maxMetricName {
-			reject(RejectInvalidName, "metrics", "")
+			ps.reject(RejectInvalidName, "metrics", "")
 			continue
 		}
 		if seen[m.Name] {
-			reject(RejectDuplicateName, m.Name, "")
-			fatal = true
+			ps.refuse(RejectDuplicateName, m.Name, "")
 			continue
 		}
 		seen[m.Name] = true
 		v, err := strconv.ParseFloat(strings.TrimSpace(m.Value), 64)
 		if err != nil {
-			reject(RejectUnparsable, m.Name, truncate(m.Value, 32))
+			ps.reject(RejectUnparsable, m.Name, truncate(m.Value, 32))
 			continue
 		}
-		name := m.Name
-		if alias, isCounter := counterAliases[name]; isCounter {
-			switch {
-			case math.IsNaN(v) || math.IsInf(v, 0):
-				reject(RejectNonFinite, name, "")
-				fatal = true
-			case v < 0:
-				reject(RejectNegative, name, m.Value)
-				fatal = true
-			case v > maxCounter:
-				reject(RejectAbsurd, name, truncate(m.Value, 32))
-				fatal = true
-			default:
-				switch alias {
-				case "step":
-					snap.Step = v
-				case "total":
-					snap.TotalSteps = v
-				case "epoch":
-					snap.Epoch = v
-				case "totalEpochs":
-					snap.TotalEpochs = v
-				}
-			}
+		if alias, isCounter := counterAliases[m.Name]; isCounter {
+			ps.counter(alias, m, v)
 			continue
 		}
-		cname := CanonicalMetric(name)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			if lossLike(cname) {
-				reject(RejectNonFiniteObjective, name, "")
-				snap.NonFinite = append(snap.NonFinite, cname)
-			} else {
-				reject(RejectNonFinite, name, "")
-				snap.NonFiniteOther = append(snap.NonFiniteOther, cname)
-			}
-			continue
-		}
-		if math.Abs(v) > maxMetricAbs {
-			reject(RejectAbsurd, name, truncate(m.Value, 32))
-			continue
-		}
-		if snap.Metrics == nil {
-			snap.Metrics = make(map[string]float64, len(s.Metrics))
-		}
-		snap.Metrics[cname] = v
-		for _, c := range fallbackCounters {
-			if cname == c && v >= 0 {
-				fallback[c] = v
-			}
+		ps.metric(m, v, len(ms))
+	}
+}
+
+// counter: a finite, non-negative counter of at most maxCounter, else the
+// report is refused (a bad counter would corrupt the history's axis).
+func (ps *parser) counter(alias string, m MetricValue, v float64) {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		ps.refuse(RejectNonFinite, m.Name, "")
+	case v < 0:
+		ps.refuse(RejectNegative, m.Name, m.Value)
+	case v > maxCounter:
+		ps.refuse(RejectAbsurd, m.Name, truncate(m.Value, 32))
+	default:
+		switch alias {
+		case "step":
+			ps.snap.Step = v
+		case "total":
+			ps.snap.TotalSteps = v
+		case "epoch":
+			ps.snap.Epoch = v
+		case "totalEpochs":
+			ps.snap.TotalEpochs = v
 		}
 	}
-	if math.IsNaN(snap.Step) {
-		for _, c := range fallbackCounters {
-			if v, ok := fallback[c]; ok {
-				snap.Step = v
-				break
-			}
+}
+
+// metric: a finite value of at most maxMetricAbs under its canonical name
+// (n sizes the map: the number of metrics reported). A NaN/Inf is never a
+// value but is remembered as a divergence signal (NonFinite for a
+// loss-like name, NonFiniteOther otherwise).
+func (ps *parser) metric(m MetricValue, v float64, n int) {
+	cname := CanonicalMetric(m.Name)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		if lossLike(cname) {
+			ps.reject(RejectNonFiniteObjective, m.Name, "")
+			ps.snap.NonFinite = append(ps.snap.NonFinite, cname)
+		} else {
+			ps.reject(RejectNonFinite, m.Name, "")
+			ps.snap.NonFiniteOther = append(ps.snap.NonFiniteOther, cname)
+		}
+		return
+	}
+	if math.Abs(v) > maxMetricAbs {
+		ps.reject(RejectAbsurd, m.Name, truncate(m.Value, 32))
+		return
+	}
+	if ps.snap.Metrics == nil {
+		ps.snap.Metrics = make(map[string]float64, n)
+	}
+	ps.snap.Metrics[cname] = v
+	for _, c := range fallbackCounters {
+		if cname == c && v >= 0 {
+			ps.fallback[c] = v
 		}
 	}
+}
+
+// fallbackStep: without a step, the first fallbackCounter reported is the
+// step axis.
+func (ps *parser) fallbackStep() {
+	if !math.IsNaN(ps.snap.Step) {
+		return
+	}
+	for _, c := range fallbackCounters {
+		if v, ok := ps.fallback[c]; ok {
+			ps.snap.Step = v
+			return
+		}
+	}
+}
+
+// consistency: a step beyond its total or an epoch beyond its total
+// refuses the report; a zero total is dropped.
+func (ps *parser) consistency() {
+	snap := &ps.snap
 	if !math.IsNaN(snap.Step) && !math.IsNaN(snap.TotalSteps) && snap.Step > snap.TotalSteps*1.0001+1 {
-		reject(RejectInconsistent, "current_step", "step beyond total_steps")
-		fatal = true
+		ps.refuse(RejectInconsistent, "current_step", "step beyond total_steps")
 	}
 	if !math.IsNaN(snap.TotalSteps) && snap.TotalSteps == 0 {
-		reject(RejectInconsistent, "total_steps", "total_steps is zero")
+		ps.reject(RejectInconsistent, "total_steps", "total_steps is zero")
 		snap.TotalSteps = math.NaN()
 	}
 	if !math.IsNaN(snap.Epoch) && !math.IsNaN(snap.TotalEpochs) && snap.Epoch > snap.TotalEpochs*1.0001+1e-9 {
-		reject(RejectInconsistent, "current_epoch", "epoch beyond total epochs")
-		fatal = true
+		ps.refuse(RejectInconsistent, "current_epoch", "epoch beyond total epochs")
 	}
-	if !fatal && math.IsNaN(snap.Progress) && math.IsNaN(snap.Step) && math.IsNaN(snap.Epoch) &&
+}
+
+// usable: a report that is not refused already but has nothing left to
+// store is refused as empty.
+func (ps *parser) usable() {
+	snap := &ps.snap
+	if !ps.fatal && math.IsNaN(snap.Progress) && math.IsNaN(snap.Step) && math.IsNaN(snap.Epoch) &&
 		len(snap.Metrics) == 0 && len(snap.NonFinite) == 0 && len(snap.NonFiniteOther) == 0 && math.IsNaN(snap.ReportedETA) {
-		reject(RejectEmpty, "trainerStatus", "")
-		fatal = true
+		ps.refuse(RejectEmpty, "trainerStatus", "")
 	}
-	return snap, rejs, !fatal
 }
 
 // Fraction is the planner's own progress measure: step/total, else

@@ -1,4 +1,4 @@
-package forecast
+package curve
 
 import (
 	"math"
@@ -10,9 +10,9 @@ import (
 
 // curveTestData samples f at x = 0, 50, ..., 50·(n−1) with Gaussian noise
 // of standard deviation noise from a fixed seed.
-func curveTestData(f func(x float64) float64, n int, noise float64, seed uint64) CurveData {
+func curveTestData(f func(x float64) float64, n int, noise float64, seed uint64) Data {
 	rng := rand.New(rand.NewPCG(seed, 42))
-	d := CurveData{X: make([]float64, n), Y: make([]float64, n)}
+	d := Data{X: make([]float64, n), Y: make([]float64, n)}
 	for i := range n {
 		x := 50 * float64(i)
 		d.X[i], d.Y[i] = x, f(x)+noise*rng.NormFloat64()
@@ -20,18 +20,18 @@ func curveTestData(f func(x float64) float64, n int, noise float64, seed uint64)
 	return d
 }
 
-func mustFit(t *testing.T, d CurveData, s CurveSettings) CurveFit {
+func mustFit(t *testing.T, d Data, s Settings) Ensemble {
 	t.Helper()
-	cf, err := FitCurves(d, s)
+	cf, err := Fit(d, s)
 	if err != nil {
-		t.Fatalf("FitCurves: %v", err)
+		t.Fatalf("Fit: %v", err)
 	}
 	return cf
 }
 
 // checkWeights asserts the ensemble invariants: weights in [0, 1] summing
 // to 1, sorted descending.
-func checkWeights(t *testing.T, cf CurveFit) {
+func checkWeights(t *testing.T, cf Ensemble) {
 	t.Helper()
 	sum := 0.0
 	for i, m := range cf.Models {
@@ -82,7 +82,7 @@ func TestFitCurvesRecoversEachFamily(t *testing.T) {
 			}
 			truth := func(x float64) float64 { return fam.curve(tc.params, x) }
 			d := curveTestData(truth, 201, noise, 1)
-			s := DefaultCurveSettings()
+			s := DefaultSettings()
 			s.Families = []string{tc.family}
 			cf := mustFit(t, d, s)
 			if len(cf.Models) != 1 || cf.Models[0].Family != tc.family {
@@ -154,7 +154,7 @@ func TestCurveFamilyParamsMatchFit(t *testing.T) {
 // sorted distribution.
 func TestFitCurvesEnsembleOnOptimusData(t *testing.T) {
 	truth := func(x float64) float64 { return 0.5 + 3/(1+1e-3*x) }
-	cf := mustFit(t, curveTestData(truth, 160, 0, 1), DefaultCurveSettings())
+	cf := mustFit(t, curveTestData(truth, 160, 0, 1), DefaultSettings())
 	checkWeights(t, cf)
 	if len(cf.Models) != len(curveFamilies) {
 		t.Errorf("%d models, want all %d families", len(cf.Models), len(curveFamilies))
@@ -186,30 +186,30 @@ func TestFitCurvesEnsembleOnOptimusData(t *testing.T) {
 func TestFitCurvesBadInput(t *testing.T) {
 	good := curveTestData(func(x float64) float64 { return 1 + 1/(1+x/300) }, 40, 0.001, 3)
 	nan, inf := math.NaN(), math.Inf(1)
-	withY := func(i int, v float64) CurveData {
-		d := CurveData{X: slices.Clone(good.X), Y: slices.Clone(good.Y)}
+	withY := func(i int, v float64) Data {
+		d := Data{X: slices.Clone(good.X), Y: slices.Clone(good.Y)}
 		d.Y[i] = v
 		return d
 	}
 	tests := []struct {
 		name    string
-		d       CurveData
-		s       func(*CurveSettings)
+		d       Data
+		s       func(*Settings)
 		wantErr string // substring; "" means a fit is expected
 	}{
-		{name: "empty", d: CurveData{}, wantErr: "distinct"},
-		{name: "nil slices with weights", d: CurveData{W: []float64{}}, wantErr: "distinct"},
-		{name: "three points", d: CurveData{X: []float64{0, 1, 2}, Y: []float64{3, 2, 1}}, wantErr: "distinct"},
-		{name: "four equal x", d: CurveData{X: []float64{5, 5, 5, 5, 5}, Y: []float64{3, 2, 1, 0, 1}}, wantErr: "distinct"},
-		{name: "length mismatch", d: CurveData{X: []float64{0, 1, 2, 3}, Y: []float64{1, 2}}, wantErr: "y values"},
-		{name: "weight length mismatch", d: CurveData{X: good.X, Y: good.Y, W: []float64{1}}, wantErr: "weights"},
-		{name: "all NaN", d: CurveData{X: []float64{nan, nan, nan, nan, nan}, Y: []float64{1, 2, 3, 4, 5}}, wantErr: "distinct"},
-		{name: "all y Inf", d: CurveData{X: []float64{0, 1, 2, 3, 4}, Y: []float64{inf, inf, -inf, inf, inf}}, wantErr: "distinct"},
+		{name: "empty", d: Data{}, wantErr: "distinct"},
+		{name: "nil slices with weights", d: Data{W: []float64{}}, wantErr: "distinct"},
+		{name: "three points", d: Data{X: []float64{0, 1, 2}, Y: []float64{3, 2, 1}}, wantErr: "distinct"},
+		{name: "four equal x", d: Data{X: []float64{5, 5, 5, 5, 5}, Y: []float64{3, 2, 1, 0, 1}}, wantErr: "distinct"},
+		{name: "length mismatch", d: Data{X: []float64{0, 1, 2, 3}, Y: []float64{1, 2}}, wantErr: "y values"},
+		{name: "weight length mismatch", d: Data{X: good.X, Y: good.Y, W: []float64{1}}, wantErr: "weights"},
+		{name: "all NaN", d: Data{X: []float64{nan, nan, nan, nan, nan}, Y: []float64{1, 2, 3, 4, 5}}, wantErr: "distinct"},
+		{name: "all y Inf", d: Data{X: []float64{0, 1, 2, 3, 4}, Y: []float64{inf, inf, -inf, inf, inf}}, wantErr: "distinct"},
 		{name: "one NaN y", d: withY(7, nan)},
 		{name: "one Inf y", d: withY(9, inf)},
 		{name: "one -Inf y", d: withY(9, math.Inf(-1))},
-		{name: "negative and Inf x", d: CurveData{X: append([]float64{-5, inf}, good.X...), Y: append([]float64{9, 9}, good.Y...)}},
-		{name: "NaN weights", d: CurveData{X: good.X, Y: good.Y, W: func() []float64 {
+		{name: "negative and Inf x", d: Data{X: append([]float64{-5, inf}, good.X...), Y: append([]float64{9, 9}, good.Y...)}},
+		{name: "NaN weights", d: Data{X: good.X, Y: good.Y, W: func() []float64 {
 			w := make([]float64, len(good.X))
 			for i := range w {
 				w[i] = 1
@@ -217,21 +217,21 @@ func TestFitCurvesBadInput(t *testing.T) {
 			w[3], w[4], w[5] = nan, -1, 0
 			return w
 		}()}},
-		{name: "huge values", d: CurveData{X: []float64{0, 1e300, 1.5e300, 1.7e308}, Y: []float64{1e308, -1e308, 1e308, -1e308}}},
-		{name: "tiny range", d: CurveData{X: []float64{0, 1, 2, 3, 4}, Y: []float64{1, 1 + 1e-16, 1, 1 + 2e-16, 1}}},
-		{name: "unknown family", d: good, s: func(s *CurveSettings) { s.Families = []string{"optimus", "nope"} }, wantErr: "unknown curve family"},
-		{name: "negative recency", d: good, s: func(s *CurveSettings) { s.RecencyWeight = -1 }, wantErr: "recency"},
-		{name: "NaN recency", d: good, s: func(s *CurveSettings) { s.RecencyWeight = nan }, wantErr: "recency"},
-		{name: "tiny MaxFitPoints", d: good, s: func(s *CurveSettings) { s.MaxFitPoints = 1 }},
-		{name: "zero settings", d: good, s: func(s *CurveSettings) { *s = CurveSettings{} }},
+		{name: "huge values", d: Data{X: []float64{0, 1e300, 1.5e300, 1.7e308}, Y: []float64{1e308, -1e308, 1e308, -1e308}}},
+		{name: "tiny range", d: Data{X: []float64{0, 1, 2, 3, 4}, Y: []float64{1, 1 + 1e-16, 1, 1 + 2e-16, 1}}},
+		{name: "unknown family", d: good, s: func(s *Settings) { s.Families = []string{"optimus", "nope"} }, wantErr: "unknown curve family"},
+		{name: "negative recency", d: good, s: func(s *Settings) { s.RecencyWeight = -1 }, wantErr: "recency"},
+		{name: "NaN recency", d: good, s: func(s *Settings) { s.RecencyWeight = nan }, wantErr: "recency"},
+		{name: "tiny MaxFitPoints", d: good, s: func(s *Settings) { s.MaxFitPoints = 1 }},
+		{name: "zero settings", d: good, s: func(s *Settings) { *s = Settings{} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := DefaultCurveSettings()
+			s := DefaultSettings()
 			if tc.s != nil {
 				tc.s(&s)
 			}
-			cf, err := FitCurves(tc.d, s)
+			cf, err := Fit(tc.d, s)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
@@ -241,7 +241,7 @@ func TestFitCurvesBadInput(t *testing.T) {
 			if err != nil {
 				// Extreme inputs may be refused, but only with an error.
 				if tc.name != "huge values" {
-					t.Fatalf("FitCurves: %v", err)
+					t.Fatalf("Fit: %v", err)
 				}
 				return
 			}
@@ -259,11 +259,11 @@ func TestFitCurvesBadInput(t *testing.T) {
 // sorted ones.
 func TestFitCurvesUnsortedInput(t *testing.T) {
 	d := curveTestData(func(x float64) float64 { return 1 + 1/(1+x/300) }, 100, 0.01, 4)
-	rev := CurveData{X: slices.Clone(d.X), Y: slices.Clone(d.Y)}
+	rev := Data{X: slices.Clone(d.X), Y: slices.Clone(d.Y)}
 	slices.Reverse(rev.X)
 	slices.Reverse(rev.Y)
-	a := mustFit(t, d, DefaultCurveSettings())
-	b := mustFit(t, rev, DefaultCurveSettings())
+	a := mustFit(t, d, DefaultSettings())
+	b := mustFit(t, rev, DefaultSettings())
 	if !curveFitsIdentical(a, b) {
 		t.Errorf("reversed input changed the fit:\n%+v\n%+v", a, b)
 	}
@@ -274,7 +274,7 @@ func TestFitCurvesUnsortedInput(t *testing.T) {
 func TestFitCurvesFlat(t *testing.T) {
 	const level = 2.75
 	d := curveTestData(func(float64) float64 { return level }, 30, 0, 1)
-	cf := mustFit(t, d, DefaultCurveSettings())
+	cf := mustFit(t, d, DefaultSettings())
 	checkWeights(t, cf)
 	for _, x := range []float64{0, 100, cf.XMax, 10 * cf.XMax, math.Inf(1)} {
 		if m, sd := cf.Predict(x); m != level || sd != 0 {
@@ -293,7 +293,7 @@ func TestFitCurvesFlat(t *testing.T) {
 // families fall back to their constant model instead of failing.
 func TestFitCurvesIncreasingCurve(t *testing.T) {
 	d := curveTestData(func(x float64) float64 { return 1 + x/5000 }, 50, 0.01, 5)
-	cf := mustFit(t, d, DefaultCurveSettings())
+	cf := mustFit(t, d, DefaultSettings())
 	checkWeights(t, cf)
 	for _, m := range cf.Models {
 		if m.Params[1] != 0 {
@@ -305,15 +305,15 @@ func TestFitCurvesIncreasingCurve(t *testing.T) {
 // TestFitCurvesDeterministic: the same input gives a bit-identical fit.
 func TestFitCurvesDeterministic(t *testing.T) {
 	d := benchCurve(512)
-	a := mustFit(t, d, DefaultCurveSettings())
+	a := mustFit(t, d, DefaultSettings())
 	for range 3 {
-		if b := mustFit(t, d, DefaultCurveSettings()); !curveFitsIdentical(a, b) {
+		if b := mustFit(t, d, DefaultSettings()); !curveFitsIdentical(a, b) {
 			t.Fatalf("fits differ:\n%+v\n%+v", a, b)
 		}
 	}
 }
 
-func curveFitsIdentical(a, b CurveFit) bool {
+func curveFitsIdentical(a, b Ensemble) bool {
 	same := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
 	if len(a.Models) != len(b.Models) || a.N != b.N || !same(a.Sigma, b.Sigma) || !same(a.XMax, b.XMax) {
 		return false
@@ -334,7 +334,7 @@ func curveFitsIdentical(a, b CurveFit) bool {
 func TestCurveCrossing(t *testing.T) {
 	const c, w, r = 0.5, 3.0, 1e-3
 	truth := func(x float64) float64 { return c + w/(1+r*x) }
-	cf := mustFit(t, curveTestData(truth, 160, 0, 1), DefaultCurveSettings()) // XMax = 7950
+	cf := mustFit(t, curveTestData(truth, 160, 0, 1), DefaultSettings()) // XMax = 7950
 	for _, level := range []float64{1.0, 0.8, 0.7, 0.6} {
 		want := (w/(level-c) - 1) / r // 5000 and 9000 within/just past the data, 14000 and 29000 beyond
 		x, ok := cf.Crossing(level, 0, 100*cf.XMax)
@@ -364,7 +364,7 @@ func TestCurveCrossing(t *testing.T) {
 // TestCurvePredictIsFinite: Predict and PredictModel stay finite for any x
 // and behave for out-of-range indices and an empty fit.
 func TestCurvePredictIsFinite(t *testing.T) {
-	cf := mustFit(t, benchCurve(512), DefaultCurveSettings())
+	cf := mustFit(t, benchCurve(512), DefaultSettings())
 	for _, x := range []float64{-1, 0, 1, cf.XMax, 1e3 * cf.XMax, math.MaxFloat64, math.Inf(1), math.NaN()} {
 		m, sd := cf.Predict(x)
 		if math.IsNaN(m) || math.IsInf(m, 0) || math.IsNaN(sd) || math.IsInf(sd, 0) || sd < 0 {
@@ -379,10 +379,10 @@ func TestCurvePredictIsFinite(t *testing.T) {
 	if p := cf.PredictModel(len(cf.Models), 1); !math.IsNaN(p) {
 		t.Errorf("PredictModel out of range = %g, want NaN", p)
 	}
-	if m, sd := (CurveFit{}).Predict(1); m != 0 || sd != 0 {
+	if m, sd := (Ensemble{}).Predict(1); m != 0 || sd != 0 {
 		t.Errorf("empty fit predicts %g ± %g", m, sd)
 	}
-	if _, ok := (CurveFit{}).Asymptote(); ok {
+	if _, ok := (Ensemble{}).Asymptote(); ok {
 		t.Errorf("empty fit has an asymptote")
 	}
 	// The spread grows with the distance beyond the data.
@@ -402,8 +402,8 @@ func TestFitCurvesRobustToSpikes(t *testing.T) {
 	for i := 150; i < 200; i += 9 {
 		d.Y[i] += 0.5 // spikes in the recent, heavily weighted part
 	}
-	robust := mustFit(t, d, DefaultCurveSettings())
-	plainSettings := DefaultCurveSettings()
+	robust := mustFit(t, d, DefaultSettings())
+	plainSettings := DefaultSettings()
 	plainSettings.Robust = false
 	plain := mustFit(t, d, plainSettings)
 	x2 := 2 * robust.XMax
@@ -466,7 +466,7 @@ func TestFitCurvesWeightsMatter(t *testing.T) {
 			d.W[i] = 1e-6
 		}
 	}
-	cf := mustFit(t, d, DefaultCurveSettings())
+	cf := mustFit(t, d, DefaultSettings())
 	if m, _ := cf.Predict(cf.XMax); math.Abs(m-truth(cf.XMax)) > 0.02 {
 		t.Errorf("Predict(XMax) = %g, want about %g: the near-zero weights were not honoured", m, truth(cf.XMax))
 	}

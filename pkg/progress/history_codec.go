@@ -1,9 +1,10 @@
-package forecast
+package progress
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -173,6 +174,9 @@ func (h *History) MarshalJSON() ([]byte, error) {
 // UnmarshalHistory decodes a history written by MarshalJSON, validating it
 // (a status edited by hand must not smuggle in an impossible history), and
 // applies limits (thinning if the stored history is larger).
+//
+// After the envelope, decodeStages rebuild the points one part at a time,
+// each validating what it reads; the first error refuses the history.
 func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 	var e historyJSON
 	if err := json.Unmarshal(b, &e); err != nil {
@@ -182,14 +186,45 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 		return nil, fmt.Errorf("decode history: unsupported version %d", e.V)
 	}
 	h := NewHistory(l)
-	n := len(e.T)
-	h.points = make([]Point, n)
+	for _, stage := range decodeStages {
+		if err := stage(h, &e); err != nil {
+			return nil, fmt.Errorf("decode history: %w", err)
+		}
+	}
+	for len(h.points) > h.limits.MaxPoints && h.thin() > 0 {
+	}
+	return h, nil
+}
+
+// decodeStages are UnmarshalHistory's steps, in order: the points' times
+// first (they fix the number of points), then what marks points
+// (segments, non-finite values), the counters, the metric series, the
+// counters' ranges, and the history's own counts.
+var decodeStages = [...]func(h *History, e *historyJSON) error{
+	decodeTimes,
+	decodeSegments,
+	decodeNonFinite,
+	decodeCounters,
+	decodeMetrics,
+	checkCounters,
+	decodeCounts,
+}
+
+// decodeTimes: one point per time, finite and non-decreasing.
+func decodeTimes(h *History, e *historyJSON) error {
+	h.points = make([]Point, len(e.T))
 	for i, t := range e.T {
 		if math.IsNaN(t) || math.IsInf(t, 0) || (i > 0 && t < e.T[i-1]) {
-			return nil, fmt.Errorf("decode history: time %d (%v) not finite and non-decreasing", i, t)
+			return fmt.Errorf("time %d (%v) not finite and non-decreasing", i, t)
 		}
 		h.points[i] = Point{T: t}
 	}
+	return nil
+}
+
+// decodeSegments: each segment start, increasing and within the points,
+// begins the next segment.
+func decodeSegments(h *History, e *historyJSON) error {
 	seg := 0
 	k := 0
 	for i := range h.points {
@@ -200,11 +235,18 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 		h.points[i].Seg = seg
 	}
 	if k != len(e.SegStarts) {
-		return nil, fmt.Errorf("decode history: segment starts out of range")
+		return fmt.Errorf("segment starts out of range")
 	}
+	return nil
+}
+
+// decodeNonFinite: the points marked non-finite, and the metrics that were
+// NaN/Inf at each point (by name order, at most MaxMetrics a point).
+func decodeNonFinite(h *History, e *historyJSON) error {
+	n := len(h.points)
 	for _, i := range e.NonFinite {
 		if i < 0 || i >= n {
-			return nil, fmt.Errorf("decode history: non-finite index %d out of range", i)
+			return fmt.Errorf("non-finite index %d out of range", i)
 		}
 		h.points[i].NonFinite = true
 	}
@@ -212,15 +254,21 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 	for m := range e.NaNMetrics {
 		nanNames = append(nanNames, m)
 	}
-	sortStrings(nanNames)
+	slices.Sort(nanNames)
 	for _, m := range nanNames {
 		for _, i := range e.NaNMetrics[m] {
 			if i < 0 || i >= n || len(h.points[i].NaNMetrics) >= h.limits.MaxMetrics {
-				return nil, fmt.Errorf("decode history: NaN-metric index %d out of range", i)
+				return fmt.Errorf("NaN-metric index %d out of range", i)
 			}
 			h.points[i].NaNMetrics = append(h.points[i].NaNMetrics, m)
 		}
 	}
+	return nil
+}
+
+// decodeCounters: the counter columns (NaN where a column is absent).
+func decodeCounters(h *History, e *historyJSON) error {
+	n := len(h.points)
 	for _, cc := range counterCols {
 		col, ok := e.Cols[cc.name]
 		v := make([]float64, n)
@@ -230,20 +278,26 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 		if ok {
 			var err error
 			if v, err = col.decode(n); err != nil {
-				return nil, fmt.Errorf("decode history: column %s: %w", cc.name, err)
+				return fmt.Errorf("column %s: %w", cc.name, err)
 			}
 		}
 		for i := range h.points {
 			*cc.get(&h.points[i]) = v[i]
 		}
 	}
+	return nil
+}
+
+// decodeMetrics: the metric series ("m:NAME" columns) in name order, at
+// most MaxMetrics of them besides those always kept.
+func decodeMetrics(h *History, e *historyJSON) error {
 	var names []string
 	for key := range e.Cols {
 		if len(key) > 2 && key[:2] == "m:" {
 			names = append(names, key[2:])
 		}
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	kept := 0
 	for _, name := range names {
 		if !h.alwaysKept(name) {
@@ -251,14 +305,14 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 		}
 	}
 	if kept > h.limits.MaxMetrics {
-		return nil, fmt.Errorf("decode history: %d metric series exceed the limit %d", len(names), h.limits.MaxMetrics)
+		return fmt.Errorf("%d metric series exceed the limit %d", len(names), h.limits.MaxMetrics)
 	}
 	for c, name := range names {
 		h.index[name] = c
 		h.names = append(h.names, name)
-		v, err := e.Cols["m:"+name].decode(n)
+		v, err := e.Cols["m:"+name].decode(len(h.points))
 		if err != nil {
-			return nil, fmt.Errorf("decode history: metric %s: %w", name, err)
+			return fmt.Errorf("metric %s: %w", name, err)
 		}
 		for i := range h.points {
 			if h.points[i].vals == nil {
@@ -267,12 +321,25 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 			h.points[i].vals = append(h.points[i].vals, v[i])
 		}
 	}
+	return nil
+}
+
+// checkCounters: no negative counter or ETA, progress within 0–1.
+func checkCounters(h *History, _ *historyJSON) error {
 	for i := range h.points {
 		p := &h.points[i]
 		if p.Step < 0 || p.TotalSteps < 0 || p.Progress < 0 || p.Progress > 1 || p.ReportedETA < 0 {
-			return nil, fmt.Errorf("decode history: point %d holds a negative or out-of-range counter", i)
+			return fmt.Errorf("point %d holds a negative or out-of-range counter", i)
 		}
 	}
+	return nil
+}
+
+// decodeCounts: the last-report time (never before the last point), the
+// heartbeat, thinning and rejection counts, and the most recent
+// rejections (at most MaxRejections).
+func decodeCounts(h *History, e *historyJSON) error {
+	n := len(h.points)
 	h.lastReport = float64(e.LastReport)
 	if n > 0 && (math.IsNaN(h.lastReport) || h.lastReport < e.T[n-1]) {
 		h.lastReport = e.T[n-1]
@@ -285,7 +352,5 @@ func UnmarshalHistory(b []byte, l Limits) (*History, error) {
 	if len(h.rejRecent) > h.limits.MaxRejections {
 		h.rejRecent = h.rejRecent[len(h.rejRecent)-h.limits.MaxRejections:]
 	}
-	for len(h.points) > h.limits.MaxPoints && h.thin() > 0 {
-	}
-	return h, nil
+	return nil
 }

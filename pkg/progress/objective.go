@@ -1,4 +1,4 @@
-package forecast
+package progress
 
 import (
 	"fmt"
@@ -80,4 +80,15 @@ func ParseObjective(s string) (Objective, error) {
 		return Objective{}, err
 	}
 	return o, nil
+}
+
+// DefaultObjective is eval_loss when the job reports it, else loss, both
+// minimized; ok is false when neither is reported.
+func DefaultObjective(h *History) (Objective, bool) {
+	for _, m := range []string{"eval_loss", "loss"} {
+		if h.HasMetric(m) {
+			return Objective{Metric: m, Direction: Minimize}, true
+		}
+	}
+	return Objective{}, false
 }

@@ -1,4 +1,4 @@
-package forecast
+package curve
 
 import (
 	"cmp"
@@ -10,17 +10,17 @@ import (
 	"gonum.org/v1/gonum/optimize"
 )
 
-// CurveData is a learning curve oriented so that SMALLER IS BETTER (the
+// Data is a learning curve oriented so that SMALLER IS BETTER (the
 // caller multiplies a maximize metric by -1). X is the progress axis
 // (training step, or seconds when there is no step), non-decreasing, >= 0.
-type CurveData struct {
+type Data struct {
 	X, Y []float64
 	W    []float64 // optional non-negative per-point weights; nil means equal weights
 }
 
-// CurveSettings tunes FitCurves. Start from DefaultCurveSettings: the zero
+// Settings tunes Fit. Start from DefaultSettings: the zero
 // value means no recency weighting and a non-robust fit.
-type CurveSettings struct {
+type Settings struct {
 	// Families to fit, by name (see curve_families.go); nil or empty means
 	// all families.
 	Families []string
@@ -36,13 +36,13 @@ type CurveSettings struct {
 	Robust bool
 }
 
-// DefaultCurveSettings returns the settings the planner uses.
-func DefaultCurveSettings() CurveSettings {
-	return CurveSettings{RecencyWeight: 2, MaxFitPoints: 64, Robust: true}
+// DefaultSettings returns the settings the planner uses.
+func DefaultSettings() Settings {
+	return Settings{RecencyWeight: 2, MaxFitPoints: 64, Robust: true}
 }
 
-// FittedModel is one fitted curve family.
-type FittedModel struct {
+// Model is one fitted curve family.
+type Model struct {
 	Family string
 	// Params in the family's documented parametrization (curve_families.go),
 	// in original x and y units.
@@ -57,9 +57,9 @@ type FittedModel struct {
 	RSS float64
 }
 
-// CurveFit is an ensemble of fitted curve families.
-type CurveFit struct {
-	Models []FittedModel // sorted by Weight, descending
+// Ensemble is an ensemble of fitted curve families.
+type Ensemble struct {
+	Models []Model // sorted by Weight, descending
 	// Sigma is the robust noise scale of one observation around the
 	// ensemble mean, in original y units.
 	Sigma float64
@@ -116,7 +116,7 @@ const (
 	curveExtrapSlope = 0.25
 )
 
-// FitCurves fits the requested curve families to d and averages them by
+// Fit fits the requested curve families to d and averages them by
 // AICc weight. It returns an error when d has fewer than 4 distinct usable
 // x values or when every family fails; it never panics on bad input.
 //
@@ -138,13 +138,13 @@ const (
 // minimises the Huber loss. Families sharing a shape (janoschek/weibull,
 // logpower/mmf) are fitted once. The same input always gives the same,
 // bit-identical result.
-func FitCurves(d CurveData, s CurveSettings) (CurveFit, error) {
+func Fit(d Data, s Settings) (Ensemble, error) {
 	fams, err := curveSelectFamilies(s.Families)
 	if err != nil {
-		return CurveFit{}, err
+		return Ensemble{}, err
 	}
 	if math.IsNaN(s.RecencyWeight) || math.IsInf(s.RecencyWeight, 0) || s.RecencyWeight < 0 {
-		return CurveFit{}, fmt.Errorf("fit curves: recency weight %g is not a finite value >= 0", s.RecencyWeight)
+		return Ensemble{}, fmt.Errorf("fit curves: recency weight %g is not a finite value >= 0", s.RecencyWeight)
 	}
 	maxPts := s.MaxFitPoints
 	if maxPts <= 0 {
@@ -154,20 +154,20 @@ func FitCurves(d CurveData, s CurveSettings) (CurveFit, error) {
 
 	xs, ys, ws, err := curveCleanData(d)
 	if err != nil {
-		return CurveFit{}, err
+		return Ensemble{}, err
 	}
 	if nd := curveDistinct(xs, curveMinDistinctX); nd < curveMinDistinctX {
-		return CurveFit{}, fmt.Errorf("fit curves: %d distinct usable x values, need %d", nd, curveMinDistinctX)
+		return Ensemble{}, fmt.Errorf("fit curves: %d distinct usable x values, need %d", nd, curveMinDistinctX)
 	}
 	work := newCurveWork(xs, ys, ws, s.RecencyWeight, maxPts)
 	if work.n < curveMinDistinctX {
-		return CurveFit{}, fmt.Errorf("fit curves: only %d points left after binning, need %d", work.n, curveMinDistinctX)
+		return Ensemble{}, fmt.Errorf("fit curves: only %d points left after binning, need %d", work.n, curveMinDistinctX)
 	}
 	if !(work.units.ys > 0) || math.IsInf(work.units.ys, 0) || math.IsInf(work.units.xs, 0) {
 		if work.units.ys == 0 {
 			return work.flatFit(fams), nil
 		}
-		return CurveFit{}, errors.New("fit curves: x or y range overflows float64")
+		return Ensemble{}, errors.New("fit curves: x or y range overflows float64")
 	}
 	work.robust = s.Robust && work.n >= curveRobustMinPoints
 	return work.fit(fams)
@@ -209,7 +209,7 @@ func curveSelectFamilies(names []string) ([]int, error) {
 // input slices themselves when they are already clean and sorted, to keep
 // the common path allocation-free). The weights returned average 1 so that
 // the robust scale is that of one average observation.
-func curveCleanData(d CurveData) (x, y, w []float64, err error) {
+func curveCleanData(d Data) (x, y, w []float64, err error) {
 	n := len(d.X)
 	if len(d.Y) != n {
 		return nil, nil, nil, fmt.Errorf("fit curves: %d x values but %d y values", n, len(d.Y))
@@ -302,7 +302,7 @@ func curveDistinct(x []float64, limit int) int {
 }
 
 // curveWork holds the binned, normalised data and every buffer one
-// FitCurves call needs, so the optimizer's inner loop does not allocate.
+// Fit call needs, so the optimizer's inner loop does not allocate.
 type curveWork struct {
 	n     int
 	units curveUnits
@@ -966,7 +966,7 @@ func curveMedianInPlace(v []float64) float64 {
 
 // fit runs the grid for every distinct shape, fixes the robust scale, refines
 // each shape and assembles the ensemble.
-func (ws *curveWork) fit(fams []int) (CurveFit, error) {
+func (ws *curveWork) fit(fams []int) (Ensemble, error) {
 	// Distinct shapes, in family order.
 	var searches []*shapeSearch
 	shapeOf := make([]int, len(fams))
@@ -1005,7 +1005,7 @@ func (ws *curveWork) fit(fams []int) (CurveFit, error) {
 	// Information criterion per family.
 	n := float64(ws.n)
 	ys2 := ws.units.ys * ws.units.ys
-	cf := CurveFit{N: ws.n, XMax: ws.xmax}
+	cf := Ensemble{N: ws.n, XMax: ws.xmax}
 	var modelShape []int // shape index of each model
 	var modelDims []int  // fitted parameters of each model
 	for fi, f := range fams {
@@ -1024,12 +1024,12 @@ func (ws *curveWork) fit(fams []int) (CurveFit, error) {
 		// y range cannot underflow ys² to 0.
 		k := float64(dims + 1)
 		ic := n*(math.Log(max(r.loss/n, curveVarFloor))+2*math.Log(ws.units.ys)) + 2*k + 2*k*(k+1)/max(n-k-1, 1)
-		cf.Models = append(cf.Models, FittedModel{Family: fam.name, Params: p, IC: ic, RSS: r.loss * ys2, Weight: fam.prior})
+		cf.Models = append(cf.Models, Model{Family: fam.name, Params: p, IC: ic, RSS: r.loss * ys2, Weight: fam.prior})
 		modelShape = append(modelShape, shapeOf[fi])
 		modelDims = append(modelDims, dims)
 	}
 	if len(cf.Models) == 0 {
-		return CurveFit{}, errors.New("fit curves: every curve family failed to fit")
+		return Ensemble{}, errors.New("fit curves: every curve family failed to fit")
 	}
 	curveAkaikeWeights(cf.Models)
 
@@ -1052,13 +1052,13 @@ func (ws *curveWork) fit(fams []int) (CurveFit, error) {
 	dof := math.Sqrt(n / max(n-pEff, 1))
 	cf.Sigma = 1.4826 * curveMedianInPlace(ws.abs) * dof * ws.units.ys
 
-	slices.SortStableFunc(cf.Models, func(a, b FittedModel) int { return cmp.Compare(b.Weight, a.Weight) })
+	slices.SortStableFunc(cf.Models, func(a, b Model) int { return cmp.Compare(b.Weight, a.Weight) })
 	return cf, nil
 }
 
 // curveAkaikeWeights turns the IC of each model (whose Weight holds its
 // prior on entry) into normalised weights prior·exp(−ΔIC/2).
-func curveAkaikeWeights(models []FittedModel) {
+func curveAkaikeWeights(models []Model) {
 	best := math.Inf(1)
 	for _, m := range models {
 		best = min(best, m.IC)
@@ -1092,9 +1092,9 @@ func curveModelFinite(fam *curveFamily, p []float64, xmax float64) bool {
 
 // flatFit is the fit of a constant curve: every family degenerates to its
 // constant model (w = 0) at the constant, with θ at the centre of its box.
-func (ws *curveWork) flatFit(fams []int) CurveFit {
+func (ws *curveWork) flatFit(fams []int) Ensemble {
 	n := float64(ws.n)
-	cf := CurveFit{N: ws.n, XMax: ws.xmax}
+	cf := Ensemble{N: ws.n, XMax: ws.xmax}
 	for _, f := range fams {
 		fam := &curveFamilies[f]
 		theta := make([]float64, len(fam.shape.dims))
@@ -1105,16 +1105,16 @@ func (ws *curveWork) flatFit(fams []int) CurveFit {
 		k := float64(2 + len(fam.shape.dims) + 1)
 		// The variance floor relative to the level, as there is no range.
 		ic := n*math.Log(curveVarFloor*max(ws.units.ylo*ws.units.ylo, 1)) + 2*k + 2*k*(k+1)/max(n-k-1, 1)
-		cf.Models = append(cf.Models, FittedModel{Family: fam.name, Params: p, IC: ic, Weight: fam.prior})
+		cf.Models = append(cf.Models, Model{Family: fam.name, Params: p, IC: ic, Weight: fam.prior})
 	}
 	curveAkaikeWeights(cf.Models)
-	slices.SortStableFunc(cf.Models, func(a, b FittedModel) int { return cmp.Compare(b.Weight, a.Weight) })
+	slices.SortStableFunc(cf.Models, func(a, b Model) int { return cmp.Compare(b.Weight, a.Weight) })
 	return cf
 }
 
 // PredictModel returns model i's prediction at x (clamped to x >= 0; NaN
 // is treated as 0), or NaN when i is out of range or the family unknown.
-func (f CurveFit) PredictModel(i int, x float64) float64 {
+func (f Ensemble) PredictModel(i int, x float64) float64 {
 	if i < 0 || i >= len(f.Models) {
 		return math.NaN()
 	}
@@ -1134,7 +1134,7 @@ func (f CurveFit) PredictModel(i int, x float64) float64 {
 // or no positive weight are skipped; ok is false when none is left. The
 // mean is accumulated as an offset from the first usable prediction, so
 // models that agree (e.g. on a flat curve) give exactly their value.
-func (f CurveFit) ensemble(x float64) (mean, variance float64, ok bool) {
+func (f Ensemble) ensemble(x float64) (mean, variance float64, ok bool) {
 	var sw, ref, dm float64
 	first := true
 	usable := func(i int) (float64, bool) {
@@ -1169,8 +1169,8 @@ func (f CurveFit) ensemble(x float64) (mean, variance float64, ok bool) {
 // variance of their predictions), the noise Sigma, and an extrapolation
 // term that grows with h = (x − XMax)/XMax: h·Sigma plus a quarter of the
 // change the ensemble predicts beyond XMax. Both values are always finite;
-// a CurveFit without models predicts (0, 0).
-func (f CurveFit) Predict(x float64) (mean, sd float64) {
+// a Ensemble without models predicts (0, 0).
+func (f Ensemble) Predict(x float64) (mean, sd float64) {
 	mean, variance, ok := f.ensemble(x)
 	if !ok || math.IsInf(mean, 0) {
 		return 0, 0
@@ -1199,7 +1199,7 @@ func (f CurveFit) Predict(x float64) (mean, sd float64) {
 // ensemble mean at x = +Inf, where every family tends to its c. Models
 // without a finite asymptote are left out and the weights renormalised;
 // ok is false when no model has one.
-func (f CurveFit) Asymptote() (value float64, ok bool) {
+func (f Ensemble) Asymptote() (value float64, ok bool) {
 	value, _, ok = f.ensemble(math.Inf(1))
 	return value, ok
 }
@@ -1208,7 +1208,7 @@ func (f CurveFit) Asymptote() (value float64, ok bool) {
 // <= level: a scan of the interval for the first bracket, then bisection
 // within it. ok is false when the mean stays above level up to xMax or the
 // arguments are invalid.
-func (f CurveFit) Crossing(level, xFrom, xMax float64) (x float64, ok bool) {
+func (f Ensemble) Crossing(level, xFrom, xMax float64) (x float64, ok bool) {
 	if len(f.Models) == 0 || math.IsNaN(level) || math.IsNaN(xFrom) || math.IsNaN(xMax) {
 		return 0, false
 	}
@@ -1227,7 +1227,7 @@ func (f CurveFit) Crossing(level, xFrom, xMax float64) (x float64, ok bool) {
 		return xFrom, true
 	}
 	// Every family is non-increasing, so the mean is too and bisection on
-	// [xFrom, xMax] would do; the scan guards against a user-built CurveFit
+	// [xFrom, xMax] would do; the scan guards against a user-built Ensemble
 	// that is not. Points are spaced evenly in ln(1 + (x−xFrom)/step0) so a
 	// far xMax does not leave the near range unexamined.
 	const scan = 64

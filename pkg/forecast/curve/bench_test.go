@@ -1,4 +1,4 @@
-package forecast
+package curve
 
 import (
 	"math"
@@ -9,9 +9,9 @@ import (
 // benchCurve is a noisy loss curve with a fast start and a slow tail, like
 // a real training run: 0.8 + 2/(1 + 3e-3·x) + 0.5·exp(−x/200), 1 % noise
 // and a few spikes.
-func benchCurve(n int) CurveData {
+func benchCurve(n int) Data {
 	rng := rand.New(rand.NewPCG(7, 11))
-	d := CurveData{X: make([]float64, n), Y: make([]float64, n)}
+	d := Data{X: make([]float64, n), Y: make([]float64, n)}
 	for i := range n {
 		x := 20 * float64(i+1) * 512 / float64(n)
 		y := 0.8 + 2/(1+3e-3*x) + 0.5*math.Exp(-x/200)
@@ -26,10 +26,10 @@ func benchCurve(n int) CurveData {
 
 func benchmarkFitCurves(b *testing.B, n int) {
 	d := benchCurve(n)
-	s := DefaultCurveSettings()
+	s := DefaultSettings()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := FitCurves(d, s); err != nil {
+		if _, err := Fit(d, s); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,400 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/progress-planner/planner/pkg/forecast/curve"
+	"github.com/progress-planner/planner/pkg/progress"
+)
+
+// Fit forecasts one job from its history as of now: progress, pace and
+// ETA, the objective's predicted final value, plateau, divergence, hang
+// and the integrity of the job's own claims. It is a pure function of its
+// inputs; it never panics on any history.
+//
+// Fit runs fitStages in order over one fitState; each stage reads what
+// the stages before it measured and writes its part of the Forecast.
+func Fit(h *progress.History, obj progress.Objective, now float64, s Settings) Forecast {
+	st := fitState{h: h, obj: obj, now: now, s: s, z: zFor(s.Interval),
+		f: Forecast{Now: now, Objective: obj, Reports: h.Len()}}
+	for _, stage := range fitStages {
+		if !stage.run(&st) {
+			break
+		}
+	}
+	return st.f
+}
+
+// fitStage is one named step of Fit. run returns false when nothing
+// further can be forecast (the Forecast then says why).
+type fitStage struct {
+	name string
+	run  func(*fitState) bool
+}
+
+// fitStages are Fit's steps, in order. The measuring stages come first
+// (progress, pace, the objective's curve, the planned end); the
+// detectors — hang, plateau, divergence, integrity — each judge one
+// failure from those measurements. Hang is judged before the ETA, which
+// a hung job does not get.
+var fitStages = [...]fitStage{
+	{"reports", selectReports},
+	{"progress", measureProgress},
+	{"hang", detectHang},
+	{"pace", measurePace},
+	{"objective", fitObjective},
+	{"planned end", planEnd},
+	{"eta", estimateETA},
+	{"final value", predictFinal},
+	{"plateau", detectPlateau},
+	{"divergence", detectDivergence},
+	{"integrity", checkIntegrity},
+}
+
+// fitState is what Fit's stages share.
+type fitState struct {
+	h   *progress.History
+	obj progress.Objective
+	now float64
+	s   Settings
+	z   float64 // the interval's normal quantile
+	f   Forecast
+
+	pts  []progress.Point // reports up to now
+	last progress.Point   // the latest of them
+	axis axisKind
+
+	pc     pace
+	paceOK bool
+
+	obs         []objPoint // the oriented objective series
+	sign        float64
+	first, best float64 // oriented first and best values
+	cf          curve.Ensemble
+	curveOK     bool
+	bl          blended
+
+	xLast, xEnd float64 // latest objective position and planned end on the axis
+	endBasis    string  // "given", "total", "target" or "" (none)
+	xc          float64 // the target crossing on the axis (0: none)
+
+	pin plateauInput
+}
+
+// selectReports keeps the reports up to now.
+func selectReports(st *fitState) bool {
+	for _, p := range st.h.Points() {
+		if p.T <= st.now {
+			st.pts = append(st.pts, p)
+		}
+	}
+	if len(st.pts) == 0 {
+		st.f.ETA = Estimate{Why: "no reports"}
+		st.f.PredictedFinal = Estimate{Why: "no reports"}
+		st.f.Notes = append(st.f.Notes, "no reports yet")
+		return false
+	}
+	f := &st.f
+	f.Reports = len(st.pts)
+	st.last = st.pts[len(st.pts)-1]
+	f.Segments = st.last.Seg + 1
+	f.LastReport = ptr(math.Min(st.now, math.Max(st.last.T, st.h.LastReport())))
+	st.axis = chooseAxis(st.pts)
+	return true
+}
+
+// measureProgress: step, total and progress from the latest report.
+func measureProgress(st *fitState) bool {
+	f, last, axis := &st.f, st.last, st.axis
+	if x := axis.value(last); axis != axisTime && !math.IsNaN(x) {
+		f.Step = ptr(x)
+	}
+	if tot := axis.total(last); !math.IsNaN(tot) {
+		f.TotalSteps = ptr(tot)
+	}
+	if fr := last.Fraction(); !math.IsNaN(fr) {
+		f.Progress = ptr(fr)
+	} else if !math.IsNaN(last.Progress) {
+		f.Progress = ptr(last.Progress)
+		f.Notes = append(f.Notes, "progress is the job's reported percentage (no counters to check it against)")
+	}
+	return true
+}
+
+// detectHang: silent for longer than the job's own rhythm allows — the
+// longer of the report-based and the change-based threshold, so a job
+// whose progress moves only at evaluations is judged by their cadence.
+func detectHang(st *fitState) bool {
+	f, s := &st.f, st.s
+	med, p95, okStats := reportStats(st.pts)
+	act := activityTimes(st.h, st.axis, st.now)
+	f.SinceProgress = math.Max(0, st.now-act[len(act)-1])
+	if !okStats {
+		return true
+	}
+	f.ReportInterval = ptr(med)
+	thr, basis := hangThreshold(med, p95, s), fmt.Sprintf("the %.0fs median report interval", med)
+	if am, ap, ok := activityStats(act); ok {
+		if at := hangThreshold(am, ap, s); at > thr {
+			thr, basis = at, fmt.Sprintf("the %.0fs median interval between changes", am)
+		}
+	}
+	f.HangAfter = ptr(thr)
+	if f.SinceProgress > thr {
+		f.Hung = true
+		f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× %s + %.0fs)",
+			f.SinceProgress, thr, s.HangMultiple, basis, s.HangSlack)
+	}
+	return true
+}
+
+// measurePace fits the pace on the axis that defines progress (the
+// fraction when a total exists), and carries the job's own ETA claim.
+func measurePace(st *fitState) bool {
+	f, last, axis := &st.f, st.last, st.axis
+	paceAxis := axis.value
+	if axis == axisSteps || axis == axisEpochs {
+		paceAxis = progress.Point.Fraction
+	}
+	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis))
+	if st.paceOK && st.pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {
+		rate := 1 / st.pc.level
+		if axis != axisCount {
+			if tot := axis.total(last); !math.IsNaN(tot) {
+				rate *= tot
+			}
+		}
+		f.StepRate = ptr(rate)
+	}
+	if !math.IsNaN(last.ReportedETA) {
+		f.ReportedETA = ptr(math.Max(0, last.ReportedETA-(st.now-last.T)))
+	}
+	return true
+}
+
+// fitObjective builds the objective series, fits the curve ensemble and
+// its hindcast blend.
+func fitObjective(st *fitState) bool {
+	f, s := &st.f, st.s
+	st.sign = st.obj.Sign()
+	st.obs = objectiveSeries(st.h, st.obj.Metric, st.sign, st.axis, st.now)
+	obs := st.obs
+	f.ObjectivePts = len(obs)
+	if len(obs) > 0 {
+		st.first, st.best = obs[0].y, math.Inf(1)
+		for _, o := range obs {
+			st.best = math.Min(st.best, o.y)
+		}
+		f.Current = ptr(st.sign * obs[len(obs)-1].y)
+		f.Best = ptr(st.sign * st.best)
+	}
+	if len(obs) < s.MinObjectivePoints {
+		f.Notes = append(f.Notes, fmt.Sprintf("%d distinct %s observations; a curve needs %d", len(obs), st.obj.Metric, s.MinObjectivePoints))
+		return true
+	}
+	d := curve.Data{X: make([]float64, len(obs)), Y: make([]float64, len(obs))}
+	for i, o := range obs {
+		d.X[i], d.Y[i] = o.x, o.y
+	}
+	cf, err := curve.Fit(d, s.Curves)
+	st.cf, st.curveOK = cf, err == nil && len(cf.Models) > 0
+	if !st.curveOK {
+		f.Notes = append(f.Notes, fmt.Sprintf("curve fit failed: %v", err))
+		return true
+	}
+	st.bl = newBlended(cf, obs, s)
+	for _, m := range cf.Models {
+		f.Models = append(f.Models, ModelWeight{Family: m.Family, Weight: m.Weight})
+	}
+	return true
+}
+
+// planEnd places the planned end on the axis: given (the backtest), or
+// the job's total. A target-stopped job's end is set by estimateETA.
+func planEnd(st *fitState) bool {
+	st.xLast = math.NaN()
+	if len(st.obs) > 0 {
+		st.xLast = st.obs[len(st.obs)-1].x
+	}
+	if v := st.axis.value(st.last); !math.IsNaN(v) {
+		st.xLast = math.Max(st.xLast, v)
+	}
+	st.xEnd = math.NaN()
+	switch {
+	case st.s.EndStep != nil:
+		st.xEnd, st.endBasis = *st.s.EndStep, "given"
+	case !math.IsNaN(st.axis.total(st.last)):
+		st.xEnd, st.endBasis = st.axis.total(st.last), "total"
+	}
+	return true
+}
+
+// estimateETA: the time to target (whenever a target is set) and the ETA,
+// to the total when there is one, else to the target.
+func estimateETA(st *fitState) bool {
+	f, pts, pc, z := &st.f, st.pts, st.pc, st.z
+	if st.obj.Target != nil {
+		var tt Estimate
+		tt, st.xc = timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
+		if tt.Known && tt.Value > 0 {
+			tt = etaEstimate(tt.Value-(st.now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)
+		}
+		f.TimeToTarget = &tt
+	}
+	switch {
+	case f.Hung:
+		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
+	case st.endBasis == "total" && st.paceOK:
+		secs, rel := pc.timeTo(1)
+		f.ETA = etaEstimate(secs-(st.now-runningSince(pts, pc.tLast)), rel, z, "total-steps")
+	case st.endBasis == "total":
+		f.ETA = Estimate{Why: "too few reports to measure the pace"}
+	case f.TimeToTarget != nil:
+		f.ETA = *f.TimeToTarget
+		if f.ETA.Known && st.xc > 0 && st.endBasis == "" {
+			st.xEnd, st.endBasis = st.xc, "target"
+		}
+	default:
+		f.ETA = Estimate{Why: "no total steps and no target: ETA unknown"}
+	}
+	return true
+}
+
+// predictFinal predicts the objective's value at the planned end (or,
+// with no planned end, over a horizon as long as the run so far) with its
+// interval, and the curve's plateau probability.
+func predictFinal(st *fitState) bool {
+	f, s, obs, sign := &st.f, st.s, st.obs, st.sign
+	st.pin = plateauInput{obs: obs, h: st.h, obj: st.obj, now: st.now, s: s, last: st.last, xEnd: st.xEnd, fixed: st.endBasis == "total"}
+	pin := &st.pin
+	if len(obs) > 0 {
+		pin.pace, pin.paceHorizon = recentPaceGain(pin)
+	}
+	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
+	targetStop := st.obj.Target != nil && math.IsNaN(st.axis.total(st.last)) && s.EndStep == nil && len(obs) > 0 && st.best > sign**st.obj.Target
+	switch {
+	case st.curveOK:
+		predictFinalFromCurve(st, targetStop)
+	case targetStop:
+		// Too little data for a curve, but the job stops on its target: if
+		// it ends on its own, it ends there. Confidence stays 0.
+		tgt, cur := sign**st.obj.Target, obs[len(obs)-1].y
+		f.PredictedFinal = oriented(tgt, cur, tgt-0.1*(cur-tgt), sign, "target-stop")
+		f.PredictedFinal.Why = "too few observations for a curve; the job stops at its target"
+	default:
+		f.PredictedFinal.Why = "no curve fitted"
+	}
+	pin.curve, pin.relRem = f.PlateauProbability, f.RelativeRemaining
+	return true
+}
+
+// predictFinalFromCurve is predictFinal with a fitted curve.
+func predictFinalFromCurve(st *fitState, targetStop bool) {
+	f, s, obs, sign, bl, best := &st.f, st.s, st.obs, st.sign, st.bl, st.best
+	x0 := obs[0].x
+	xH, basis := st.xEnd, "curve"
+	switch {
+	case st.endBasis == "target" && s.EndStep == nil:
+		basis = "target-stop"
+	case math.IsNaN(st.xEnd) && targetStop:
+		// The curve never reaches the target: its long-run value.
+		xH, basis = st.xLast+100*math.Max(st.xLast-x0, 1), "asymptote"
+	case math.IsNaN(st.xEnd):
+		xH, basis = st.xLast+math.Max(st.xLast-x0, 1), ""
+	}
+	xH = math.Max(xH, st.xLast)
+	mean, sd := bl.predict(xH)
+	half := st.z * sd
+	lo, hi := mean-half, mean+half
+	if basis == "target-stop" {
+		// A target-stopped job ends at the first evaluation past the
+		// target: the final value lies between the target and one
+		// evaluation's gain beyond it.
+		tgt := sign * *st.obj.Target
+		m2, _ := bl.predict(xH + medianObsStep(obs))
+		g := math.Max(0, tgt-m2)
+		// How far one evaluation overshoots: the curve's step there, or,
+		// when larger, the job's own recent steps (a curve levelling
+		// off understates the last evaluations' gains).
+		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs))
+		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
+	}
+	if st.pin.fixed && len(obs) >= s.PlateauStallPoints && st.pin.pace > 0 {
+		// A fixed budget anneals by its end: the job's recent pace
+		// carried to the end is a gain the curve may not see.
+		lo = math.Min(lo, best-s.IntervalAnnealShare*st.pin.pace)
+	}
+	if basis != "" {
+		f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
+	}
+	rem := math.Max(0, best-mean)
+	gain := st.first - best
+	f.RemainingImprovement = ptr(rem)
+	if gain > 0 {
+		f.RelativeRemaining = ptr(rem / gain)
+		eps := s.PlateauEpsilon * gain
+		f.PlateauProbability = normCDF((eps - (best - mean)) / math.Max(sd, 1e-12))
+	}
+	f.Confidence = confidence(len(obs), gain, half, st.cf)
+}
+
+// detectPlateau applies the plateau rules (plateau.go) and dates the
+// onset of a called plateau.
+func detectPlateau(st *fitState) bool {
+	f := &st.f
+	if rule, why := judgePlateau(&st.pin); rule != nil {
+		f.PlateauReason = why
+		if rule.probability != nil {
+			f.PlateauProbability = rule.probability(f.PlateauProbability, st.s.PlateauThreshold)
+		}
+		f.Plateaued = rule.call == plateau
+		if rule.name == "overfitting" {
+			// The objective got worse: nothing of the curve's remaining
+			// gain is expected.
+			f.RelativeRemaining = ptr(0)
+		}
+	}
+	if f.Plateaued {
+		if on := plateauOnset(st.obs, st.s.PlateauEpsilon); !math.IsNaN(on) {
+			f.PlateauOnset = ptr(on)
+		}
+	}
+	return true
+}
+
+// detectDivergence: NaN/Inf in a loss-like metric in the current segment,
+// or the objective rising beyond its noise (unless that is overfitting,
+// which the plateau rules call).
+func detectDivergence(st *fitState) bool {
+	f, pts, last := &st.f, st.pts, st.last
+	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
+		if pts[i].NonFinite {
+			f.Diverging, f.NonFinite = true, true
+			f.DivergenceReason = fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T)
+			return true
+		}
+		if slices.Contains(pts[i].NaNMetrics, st.obj.Metric) {
+			f.Diverging, f.NonFinite = true, true
+			f.DivergenceReason = fmt.Sprintf("the objective %s reported NaN/Inf at t=%.0fs", st.obj.Metric, pts[i].T)
+			return true
+		}
+	}
+	f.Diverging, f.DivergenceReason = divergence(st.obs, st.s)
+	// An evaluated objective rising while the training loss still falls
+	// is overfitting, not a run blowing up.
+	if f.Diverging {
+		if over, _ := overfitting(&st.pin); over {
+			f.Diverging, f.DivergenceReason = false, ""
+		}
+	}
+	return true
+}
+
+// checkIntegrity compares the job's own claims with what the planner
+// measured.
+func checkIntegrity(st *fitState) bool {
+	st.f.Integrity = integrity(st.h, st.axis, st.f.ETA, st.now)
+	return true
+}

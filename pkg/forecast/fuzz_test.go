@@ -1,0 +1,53 @@
+package forecast
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/progress-planner/planner/pkg/progress"
+)
+
+const fuzzHistoryFile = `{"kind":"ProgressHistory","version":1,"name":"demo","objective":{"metric":"eval_loss","direction":"minimize"}}
+{"t":0,"trainerStatus":{"progressPercentage":0,"trainMetrics":[{"name":"eval_loss","value":"3"}]}}
+{"t":10,"trainerStatus":{"progressPercentage":10,"trainMetrics":[{"name":"eval_loss","value":"2.5"}]}}
+{"t":20,"trainerStatus":{"progressPercentage":20,"trainMetrics":[{"name":"eval_loss","value":"2.2"}]}}
+{"t":30,"trainerStatus":{"progressPercentage":30,"trainMetrics":[{"name":"eval_loss","value":"2.1"}]}}
+{"t":40,"trainerStatus":{"progressPercentage":40,"trainMetrics":[{"name":"eval_loss","value":"2.05"}]}}
+`
+
+// FuzzFitUntrustedHistory: Fit never panics on a history built from any
+// history file (file) or decoded from any stored ProgressForecast history
+// (stored) — both are tenant-writable. progress's FuzzReadHistoryFile and
+// FuzzUnmarshalHistory check the parsers themselves.
+func FuzzFitUntrustedHistory(f *testing.F) {
+	hf, err := progress.ReadHistoryFile(bytes.NewReader([]byte(fuzzHistoryFile)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := progress.NewHistory(progress.DefaultLimits())
+	for _, r := range hf.Reports {
+		h.Observe(r.T, r.TrainerStatus)
+	}
+	stored, err := h.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(fuzzHistoryFile), stored)
+	f.Add([]byte(`{"kind":"ProgressHistory","version":1}`+"\n"+`{"t":1e308,"trainerStatus":{"progressPercentage":1e400}}`), []byte(`{"v":1,"t":[1e308,-1],"cols":{"m:loss":{}}}`))
+	f.Fuzz(func(t *testing.T, file, stored []byte) {
+		if hf, err := progress.ReadHistoryFile(bytes.NewReader(file)); err == nil {
+			h := progress.NewHistory(progress.DefaultLimits())
+			for _, r := range hf.Reports {
+				h.Observe(r.T, r.TrainerStatus)
+			}
+			obj, ok := hf.Header.ObjectiveSpec()
+			if !ok {
+				obj = progress.Objective{Metric: "loss", Direction: progress.Minimize}
+			}
+			Fit(h, obj, h.LastReport()+60, DefaultSettings())
+		}
+		if h, err := progress.UnmarshalHistory(stored, progress.DefaultLimits()); err == nil {
+			Fit(h, progress.Objective{Metric: "loss", Direction: progress.Minimize}, h.LastReport()+60, DefaultSettings())
+		}
+	})
+}
