@@ -71,7 +71,6 @@ func TestUnixRoundTrip(t *testing.T) {
 	}
 }
 
-
 func TestSummarize(t *testing.T) {
 	f := forecast.Forecast{
 		Now: unixSeconds(t0), Reports: 120, ObjectivePts: 40, Segments: 1,
