@@ -28,7 +28,8 @@ import (
 //   - the API generation: ClusterQueue's spec.concurrentAdmissionPolicy is
 //     served by Kueue v0.19 (absent in v0.17), read from the OpenAPI v3
 //     document every authenticated client may read (system:discovery).
-//     It selects how waiting Workloads are woken (wakeStyle).
+//     Reported (log, planner_kueue_info); it does not change the wake-up,
+//     which must also work on v0.18 (wakeStyle).
 
 // gateState is what the dry-run probe found.
 type gateState int
@@ -74,6 +75,8 @@ const (
 	// on, where SchedulingEquivalenceHashing (on by default) keeps a
 	// Workload whose scheduling hash (which holds its effective priority,
 	// not the spelling) was found not to fit among the inadmissible ones.
+	// Kept for a configuration that could name the version; not selected
+	// today (wakeStyle).
 	wakeRespell wakeStyle = "respell"
 	// wakeDip lowers the waiting Workload's boost by one and at once
 	// restores the priority (absent → "-1" → "0"): the effective priority
@@ -81,15 +84,16 @@ const (
 	// heap; the restore follows before it is scheduled in practice. A dip
 	// can only make the Workload less eligible for the moment, never let it
 	// preempt something new.
-	// Works on v0.17 and v0.19 (measured); used when the generation is
-	// unknown.
+	// Works on v0.17 and v0.19 (measured); used on every generation.
 	wakeDip wakeStyle = "dip"
 )
 
+// wakeStyle is the dip on every generation. A respelling would do on v0.17,
+// but the API schema cannot tell v0.17 from v0.18 (not available here to
+// test), where equivalence hashing is on by default and a respelling wakes
+// nothing; the dip is measured to wake on v0.17 and v0.19 alike
+// (TestControlPlaneYield, TestLoweredBoostNeedsNudge).
 func (g kueueGeneration) wakeStyle() wakeStyle {
-	if g == kueueGenV017 {
-		return wakeRespell
-	}
 	return wakeDip
 }
 

@@ -77,7 +77,7 @@ var (
 	}, []string{"state"})
 	metricKueueInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "planner_kueue_info",
-		Help: "1 for the detected Kueue API generation (v0.17, v0.19+, unknown) and the way the planner wakes waiting Workloads there (respell, dip).",
+		Help: "1 for the detected Kueue API generation (v0.17, v0.19+, unknown) and the way the planner wakes waiting Workloads (dip on every generation).",
 	}, []string{"api", "wake"})
 	metricAPIAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "planner_api_available",

@@ -169,12 +169,12 @@ func (p *Planner) apisChanged(s APIStatus) error {
 	defer p.mu.Unlock()
 	p.rec.SetKueueAvailable(s.Workloads)
 	if s.Workloads && p.rec.caps.generation() == kueueGenUnknown {
-		// Once, when Kueue is first seen: which API generation it serves
-		// decides how waiting Workloads are woken (kueuecaps.go). A failure
-		// leaves the safe default (the dip) and is retried at the next check.
+		// Once, when Kueue is first seen: which API generation it serves,
+		// for the log and planner_kueue_info (kueuecaps.go). A failure is
+		// retried at the next check.
 		log := p.mgr.GetLogger().WithName("kueue")
 		if gen, err := DetectKueueGeneration(p.disc); err != nil {
-			log.Error(err, "detecting Kueue's API generation; waking waiting Workloads by a boost dip, which works on every tested version")
+			log.Error(err, "detecting Kueue's API generation")
 		} else {
 			p.rec.caps.setGeneration(gen)
 			log.Info("Kueue detected", "kueueAPI", string(gen), "wake", string(gen.wakeStyle()),

@@ -76,8 +76,8 @@ func TestPlannerPriorityBoostOff(t *testing.T) {
 	}
 }
 
-// Issue 15: the planner reads Kueue's API generation at start-up and wakes
-// waiting Workloads accordingly (planner_kueue_info).
+// Issue 15: the planner reads Kueue's API generation at start-up and
+// reports it with the wake-up it uses, the dip on both (planner_kueue_info).
 func TestPlannerDetectsKueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -85,7 +85,7 @@ func TestPlannerDetectsKueue(t *testing.T) {
 	startPlanner(ctx, t, env, testConfig())
 	want := map[string]string{"api": "v0.19+", "wake": "dip"}
 	if framework.RespellWakes {
-		want = map[string]string{"api": "v0.17", "wake": "respell"}
+		want = map[string]string{"api": "v0.17", "wake": "dip"}
 	}
 	if _, err := framework.Poll(ctx, 30*time.Second, func(context.Context) (bool, error) {
 		return gaugeValueOK(want, "planner_kueue_info") == 1, nil

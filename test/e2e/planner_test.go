@@ -283,9 +283,8 @@ func TestPlannerPlateauedJobYields(t *testing.T) {
 		boosted.Sub(detectable).Round(time.Millisecond), evicted.Sub(boosted).Round(time.Millisecond),
 		admitted.Sub(evicted).Round(time.Millisecond), admitted.Sub(detectable).Round(time.Millisecond))
 
-	// job-b was woken by the planner (a respelling of its boost on Kueue
-	// v0.17, a dip restored at once on v0.19: "0" either way, its priority
-	// unchanged); the boost Event says so below.
+	// job-b was woken by the planner (a dip of its boost, restored at once
+	// to "0": its priority unchanged); the boost Event says so below.
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wlB), wlB); err != nil {
 		t.Fatal(err)
 	}
