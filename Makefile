@@ -80,7 +80,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/progress
 	$(GO) test -run '^$$' -fuzz '^FuzzFitUntrustedHistory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/forecast
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/preempt
-	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/plannerconfig
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStopOptIn$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 

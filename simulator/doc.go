@@ -23,7 +23,16 @@
 // ordered by kind and then job id (events.go), so a run is a pure function
 // of its inputs and seed. Run simulates one policy, Compare several; a
 // Comparison writes a table, JSON or one self-contained HTML page with SVG
-// plots (report.go). docs/simulator.md documents the model, its
+// plots (report.go).
+//
+// For capacity planning, ApplyWhatIf applies what-if knobs (GPUs per
+// cluster or queue, borrowing limits, the Deactivate opt-in per queue, any
+// policy field, the arrival rate) to a resolved Input without changing it;
+// RunSweep runs a grid of them over seeds and policies on every core, and
+// AnswerGoal names the smallest setting meeting a bound (whatif.go,
+// sweep.go, goal.go); SweepConfig and CollectSweep split a sweep into the
+// units of a Kubernetes Indexed Job and merge them back (sweep_job.go).
+// docs/simulator.md documents the model, its
 // assumptions, the built-in scenario and results on the Philly-derived
 // trace.
 package simulator

@@ -108,6 +108,9 @@ type JobOutcome struct {
 	Lost        float64 `json:"lostGPUSeconds"`
 	Used        float64 `json:"usedGPUSeconds"`
 	FinalBoost  int32   `json:"finalBoost"`
+	// Reason is the policy's last decision's reason (planner, oracle):
+	// for a deactivated job, why it was stopped.
+	Reason string `json:"reason,omitempty"`
 	// StopRemaining: for a deactivated job, the true improvement still to
 	// come over the improvement made, when it was stopped.
 	StopRemaining float64 `json:"-"`
@@ -222,7 +225,7 @@ func (e *engine) result(policy string, wall float64) *Result {
 		res.Jobs[i] = JobOutcome{
 			Name: j.Name, Queue: j.Queue, Arrival: j.Arrival, FirstAdmit: j.firstAdmit, End: j.end,
 			Outcome: j.endKind.String(), Preemptions: j.preempted, Past90: j.preempted90,
-			PostPlateau: j.postPlateau, Lost: j.lostGPUSec, Used: j.usedGPUSec, FinalBoost: j.boost,
+			PostPlateau: j.postPlateau, Lost: j.lostGPUSec, Used: j.usedGPUSec, FinalBoost: j.boost, Reason: j.decision.Reason,
 			StopRemaining: j.stopRemaining, Curve: j.CurveName, Progress: j.work / j.Duration, Onset: j.Curve.Onset,
 		}
 	}

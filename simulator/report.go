@@ -23,14 +23,16 @@ import (
 // Comparison is the outcome of running several policies on identical
 // arrivals and curves.
 type Comparison struct {
-	Scenario    string    `json:"scenario"`
-	Source      string    `json:"source"`
-	Jobs        int       `json:"jobs"`
-	CapacityGPU int       `json:"capacityGPUs"`
-	Queues      []Queue   `json:"queues"`
-	Notes       []string  `json:"notes,omitempty"`
-	Settings    Settings  `json:"settings"`
-	Results     []*Result `json:"results"`
+	Scenario    string   `json:"scenario"`
+	Source      string   `json:"source"`
+	Jobs        int      `json:"jobs"`
+	CapacityGPU int      `json:"capacityGPUs"`
+	Queues      []Queue  `json:"queues"`
+	Notes       []string `json:"notes,omitempty"`
+	// Headline is what the planner changed against kueue, in plain words.
+	Headline []string  `json:"headline,omitempty"`
+	Settings Settings  `json:"settings"`
+	Results  []*Result `json:"results"`
 	// VsKueue and VsOracle are each policy's differences from kueue and
 	// oracle (when those ran).
 	VsKueue  []Delta `json:"vsKueue,omitempty"`
@@ -86,13 +88,17 @@ func Compare(in *Input, policies []string, seed uint64, opt Options) (*Compariso
 		}
 	}
 	c.Checks = checks(byName)
+	c.Headline = c.headline()
 	return c, nil
 }
 
 // WriteJSON writes the comparison as indented JSON (non-finite numbers as
 // null).
-func (c *Comparison) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(c)
+func (c *Comparison) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, c) }
+
+// writeIndentedJSON writes v as indented JSON and a newline.
+func writeIndentedJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -116,6 +122,12 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintln(w)
+	for _, l := range c.Headline {
+		fmt.Fprintln(w, l)
+	}
+	if len(c.Headline) > 0 {
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "metric\t"
 	for _, r := range c.Results {
@@ -325,6 +337,7 @@ var htmlTmpl = htmlpage.WithCell(template.Must(template.New("report").Funcs(temp
 <h1>planner simulate: {{.C.Scenario}}</h1>
 <p>{{.C.Source}}<br>{{.C.Jobs}} jobs, {{.C.CapacityGPU}} GPUs in {{len .C.Queues}} ClusterQueues; checkpoint every {{.C.Settings.CheckpointInterval}}; Deactivate what-if: {{if .C.Settings.Deactivate}}on (every queue opts in){{else}}off{{end}}; seed {{.C.Settings.Seed}}.</p>
 {{if .C.Notes}}<ul>{{range .C.Notes}}<li><small>{{.}}</small></li>{{end}}</ul>{{end}}
+{{with .C.Headline}}<section id="headline"><h2>{{index . 0}}</h2><ul>{{range slice . 1}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <h2>Results</h2>
 <table id="results"><thead><tr><th>metric</th>{{range .C.Results}}<th class="num">{{.Summary.Policy}}</th>{{end}}</tr></thead><tbody>
 {{range .Rows}}<tr><td>{{.Name}}</td>{{range .Cells}}{{template "cell" .}}{{end}}</tr>

@@ -32,6 +32,9 @@ type Scenario struct {
 	// per trace group (Philly virtual cluster, Alibaba QoS) is made, all in
 	// one cohort (see TraceSource.ClusterGPUs).
 	Queues []Queue `json:"queues,omitempty"`
+	// LocalQueues record which LocalQueue fed which ClusterQueue in a
+	// scenario read from a cluster (jobs name their ClusterQueue).
+	LocalQueues []LocalQueue `json:"localQueues,omitempty"`
 	// Priorities is the priority mix of generated and trace jobs (shares
 	// are normalized). Empty: every job has priority 0.
 	Priorities []PriorityClass `json:"priorities,omitempty"`
@@ -56,6 +59,10 @@ type Scenario struct {
 	// (matched by duration class and time-scaled) instead of families.
 	Curves   *CurveSource `json:"curves,omitempty"`
 	Families *Families    `json:"families,omitempty"`
+
+	// files, when set (KeepFiles), keeps the trace and curves Resolve
+	// reads, for a sweep resolving one scenario under many seeds.
+	files *fileCache
 }
 
 // PriorityClass is one class of the priority mix.
@@ -528,7 +535,7 @@ func (s *Scenario) Resolve() (*Input, error) {
 	var curves *CurveSet
 	if s.Curves != nil && s.Curves.Dir != "" && len(s.Jobs) == 0 {
 		var err error
-		if curves, err = LoadCurves(s.Curves.Dir); err != nil {
+		if curves, err = s.files.curves(s.Curves.Dir); err != nil {
 			return nil, err
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("curves: %d recorded histories from %s by duration class %s: %s",
@@ -683,7 +690,7 @@ func (s *Scenario) generate(in *Input) {
 
 func (s *Scenario) fromTrace(in *Input) error {
 	ts := s.Trace
-	tr, err := ReadTraceFile(ts.Path, ts.Format, ts.Limit)
+	tr, err := s.files.trace(ts.Path, ts.Format, ts.Limit)
 	if err != nil {
 		return err
 	}

@@ -120,6 +120,10 @@ type ForecastSummary struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// DecisionVersion is the version of ProgressForecastStatus's typed
+// decision fields the planner writes (decisionVersion).
+const DecisionVersion = 1
+
 // ProgressForecastStatus is written by the planner only.
 type ProgressForecastStatus struct {
 	// revision counts the planner's writes of this status. A planner uses
@@ -203,6 +207,28 @@ type ProgressForecastStatus struct {
 	// spec.active=false (the policy's Deactivate action).
 	// +optional
 	DeactivatedTime *metav1.Time `json:"deactivatedTime,omitempty"`
+
+	// decisionVersion is the version of the typed decision fields that
+	// follow (DecisionVersion). Other components (planner-scheduler) read
+	// only these fields, never the decision blob; a reader that does not
+	// know the version it finds treats the job as untracked and says so
+	// (docs/scheduler-plugin.md, "Versions").
+	// +optional
+	DecisionVersion int32 `json:"decisionVersion,omitempty"`
+	// decidedTime is when the latest decision was made.
+	// +optional
+	DecidedTime *metav1.Time `json:"decidedTime,omitempty"`
+	// verdictSince is since when the verdict has been what it is.
+	// +optional
+	VerdictSince *metav1.Time `json:"verdictSince,omitempty"`
+	// stalledSince is since when the verdict has been Plateaued, Diverging
+	// or Hung; empty otherwise.
+	// +optional
+	StalledSince *metav1.Time `json:"stalledSince,omitempty"`
+	// protectedUntil is the end of the NearDone protection lease; empty
+	// when the job holds none.
+	// +optional
+	ProtectedUntil *metav1.Time `json:"protectedUntil,omitempty"`
 
 	// forecast summarizes the latest forecast.
 	// +optional

@@ -139,6 +139,22 @@ func (in *ProgressForecastStatus) DeepCopyInto(out *ProgressForecastStatus) {
 		in, out := &in.DeactivatedTime, &out.DeactivatedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.DecidedTime != nil {
+		in, out := &in.DecidedTime, &out.DecidedTime
+		*out = (*in).DeepCopy()
+	}
+	if in.VerdictSince != nil {
+		in, out := &in.VerdictSince, &out.VerdictSince
+		*out = (*in).DeepCopy()
+	}
+	if in.StalledSince != nil {
+		in, out := &in.StalledSince, &out.StalledSince
+		*out = (*in).DeepCopy()
+	}
+	if in.ProtectedUntil != nil {
+		in, out := &in.ProtectedUntil, &out.ProtectedUntil
+		*out = (*in).DeepCopy()
+	}
 	if in.Forecast != nil {
 		in, out := &in.Forecast, &out.Forecast
 		*out = new(ForecastSummary)

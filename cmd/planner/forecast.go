@@ -3,12 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -19,9 +16,9 @@ import (
 	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/textsafe"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
-	"github.com/progress-planner/planner/pkg/report"
 )
 
 type forecastFlags struct {
@@ -123,11 +120,11 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 		return usageErrorf("--at-fraction %v: want a fraction in [0, 1]", fl.atFraction)
 	}
 
-	c, err := loadHistory(args[0], cmd.InOrStdin(), cutSpec{at: fl.at, frac: fl.atFraction, atSet: atSet, fracSet: fracSet})
+	c, err := offline.Load(args[0], cmd.InOrStdin(), offline.CutSpec{At: fl.at, Frac: fl.atFraction, AtSet: atSet, FracSet: fracSet})
 	if err != nil {
 		return err
 	}
-	out, err := buildForecastOutput(c, objFlag)
+	out, err := offline.Forecast(c, objFlag)
 	if err != nil {
 		return err
 	}
@@ -135,7 +132,7 @@ func runForecast(cmd *cobra.Command, args []string, fl *forecastFlags) error {
 }
 
 // writeForecast prints out in format (table, json or yaml).
-func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
+func writeForecast(dst io.Writer, out *offline.Output, format string) error {
 	w := bufio.NewWriter(dst)
 	var err error
 	switch format {
@@ -156,128 +153,7 @@ func writeForecast(dst io.Writer, out *forecastOutput, format string) error {
 	return w.Flush()
 }
 
-// forecastOutput is the JSON/YAML object printed by planner forecast
-// (docs/forecast-json.md). Times are seconds in the history's time base
-// (since run start), durations seconds, shares fractions.
-type forecastOutput struct {
-	Name string `json:"name"`
-	// At is the forecast instant (= Forecast.Now); AtBasis how it was chosen.
-	At      float64 `json:"at"`
-	AtBasis string  `json:"atBasis"`
-	// ReportsRead counts the file's report lines with t <= At (before
-	// validation and heartbeat collapse; Forecast.Reports counts the
-	// accepted, distinct ones).
-	ReportsRead  int               `json:"reportsRead"`
-	Objective    objectiveOutput   `json:"objective"`
-	Forecast     forecast.Forecast `json:"forecast"`
-	Decision     preempt.Decision  `json:"decision"`
-	AssumedFacts assumedFacts      `json:"assumedFacts"`
-	// Rejections counts refused reports and values by reason.
-	Rejections map[string]int `json:"rejections"`
-}
-
-type objectiveOutput struct {
-	progress.Objective
-	// Source: "flag" (--objective), "header" or "default" (eval_loss/loss).
-	Source string `json:"source"`
-}
-
-// assumedFacts are the preempt.Facts the decision was made with. A history
-// file knows none of them for sure; they are assumed as Note says.
-type assumedFacts struct {
-	preempt.Facts
-	// GPUsFrom: "runInfo.gpus", or "unknown" (GPUs 0).
-	GPUsFrom string `json:"gpusFrom"`
-	Note     string `json:"note"`
-}
-
-const assumedFactsNote = "assumed from the history file, not observed on a cluster: gpus from runInfo.gpus (else 0), " +
-	"admittedAt = the first report's t, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision"
-
-// buildForecastOutput forecasts a history as of its cut from the reports
-// with t <= cut.At only, and decides under the default policy. objFlag,
-// when not nil, overrides the objective. It is pure: nothing after the cut
-// can change its result.
-func buildForecastOutput(c *historyCut, objFlag *progress.Objective) (*forecastOutput, error) {
-	hd, cut, h, read := &c.Header, c.Cut, c.H, c.Read
-	now := cut.At
-
-	if h.Len() == 0 && read > 0 {
-		// Say why, not the downstream symptom ("no objective").
-		return nil, fmt.Errorf("%s: all %d reports up to t=%gs rejected: %s", hd.Name, read, now, rejectionSummary(h))
-	}
-	var obj progress.Objective
-	src := ""
-	if objFlag != nil {
-		obj, src = *objFlag, "flag"
-	} else if o, ok := hd.ObjectiveSpec(); ok {
-		obj, src = o, "header"
-	} else if o, ok := progress.DefaultObjective(h); ok {
-		obj, src = o, "default"
-	} else {
-		return nil, fmt.Errorf("%s: no objective: the header names none and the reports up to t=%gs carry neither eval_loss nor loss; "+
-			"pass --objective METRIC[,minimize|maximize][,target=X]", hd.Name, now)
-	}
-
-	fc := forecast.Fit(h, obj, now, forecast.DefaultSettings())
-
-	facts := preempt.Facts{}
-	gpusFrom := "unknown"
-	if g, ok := hd.RunInfoFloat("gpus"); ok {
-		if !(g >= 0 && g <= report.MaxGPUs) { // before the conversion to int
-			return nil, fmt.Errorf("%s: header: runInfo.gpus %v: must be in [0, %d]", hd.Name, g, report.MaxGPUs)
-		}
-		facts.GPUs, gpusFrom = int(math.Round(g)), "runInfo.gpus"
-	}
-	if read > 0 {
-		first := c.First
-		facts.AdmittedAt = &first
-	}
-	d := preempt.Decide(fc, facts, preempt.Decision{}, preempt.DefaultPolicy())
-
-	rej := map[string]int{}
-	for k, v := range h.Rejections() {
-		rej[string(k)] = v
-	}
-	return &forecastOutput{
-		Name:         hd.Name,
-		At:           now,
-		AtBasis:      cut.Basis,
-		ReportsRead:  read,
-		Objective:    objectiveOutput{Objective: obj, Source: src},
-		Forecast:     fc,
-		Decision:     d,
-		AssumedFacts: assumedFacts{Facts: facts, GPUsFrom: gpusFrom, Note: assumedFactsNote},
-		Rejections:   rej,
-	}, nil
-}
-
-// rejectionSummary is "progress-range 20 (e.g. progressPercentage 150),
-// ...": each reason with its count, most frequent first, and the latest
-// value refused for it.
-func rejectionSummary(h *progress.History) string {
-	counts := h.Rejections()
-	example := map[progress.RejectReason]progress.Rejection{}
-	for _, r := range h.RecentRejections() {
-		example[r.Reason] = r
-	}
-	reasons := slices.Collect(maps.Keys(counts))
-	slices.SortFunc(reasons, func(a, b progress.RejectReason) int { return cmp.Or(counts[b]-counts[a], cmp.Compare(a, b)) })
-	var parts []string
-	for _, r := range reasons {
-		part := fmt.Sprintf("%s %d", r, counts[r])
-		if e, ok := example[r]; ok {
-			part += " (e.g. " + strings.TrimSpace(e.Field+" "+e.Detail) + ")"
-		}
-		parts = append(parts, part)
-	}
-	if len(parts) == 0 {
-		return "no reason recorded"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func writeForecastJSON(w io.Writer, out *forecastOutput) error {
+func writeForecastJSON(w io.Writer, out *offline.Output) error {
 	// Encode to memory first: a failed encoding must print nothing.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -290,7 +166,7 @@ func writeForecastJSON(w io.Writer, out *forecastOutput) error {
 	return err
 }
 
-func writeForecastYAML(w io.Writer, out *forecastOutput) error {
+func writeForecastYAML(w io.Writer, out *offline.Output) error {
 	b, err := yaml.Marshal(out)
 	if err != nil {
 		return fmt.Errorf("encoding the forecast (a planner bug: please report it): %w", err)
@@ -301,25 +177,49 @@ func writeForecastYAML(w io.Writer, out *forecastOutput) error {
 
 // writeForecastTable prints the forecast for people: durations like 2h10m,
 // shares in percent. Write errors surface at the caller's Flush.
-func writeForecastTable(w io.Writer, out *forecastOutput) {
-	f := &out.Forecast
-	iv := humanize.Percent(forecast.DefaultSettings().Interval) + " interval"
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
+// forecastTable writes planner forecast's table: one labelled line per
+// fact, section by section (forecastSections).
+type forecastTable struct {
+	w   io.Writer
+	out *offline.Output
+	f   *forecast.Forecast
+	iv  string // "80% interval"
+}
+
+func (t *forecastTable) line(label, format string, args ...any) {
+	fmt.Fprintf(t.w, "%-17s %s\n", label, fmt.Sprintf(format, args...))
+}
+
+// forecastSections are the table's sections, in print order.
+var forecastSections = [...]func(*forecastTable){
+	(*forecastTable).cut, (*forecastTable).progress, (*forecastTable).eta, (*forecastTable).objective,
+	(*forecastTable).detectors, (*forecastTable).models, (*forecastTable).decision, (*forecastTable).facts,
+}
+
+func writeForecastTable(w io.Writer, out *offline.Output) {
+	t := &forecastTable{w: w, out: out, f: &out.Forecast, iv: humanize.Percent(forecast.DefaultSettings().Interval) + " interval"}
+	for _, section := range forecastSections {
+		section(t)
 	}
+}
 
-	fmt.Fprintf(w, "%s at t=%s (%s since run start, %s); %d reports read\n",
-		textsafe.Line(out.Name), humanize.Number(out.At), humanize.Duration(out.At), atBasisText(out.AtBasis), out.ReportsRead)
+// cut: which history, as of when, and the objective.
+func (t *forecastTable) cut() {
+	fmt.Fprintf(t.w, "%s at t=%s (%s since run start, %s); %d reports read\n",
+		textsafe.Line(t.out.Name), humanize.Number(t.out.At), humanize.Duration(t.out.At), atBasisText(t.out.AtBasis), t.out.ReportsRead)
 
-	obj := out.Objective
+	obj := t.out.Objective
 	target := "no target"
 	if obj.Target != nil {
 		target = "target " + humanize.Number(*obj.Target)
 	}
-	line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
+	t.line("Objective", "%s, %s, %s (from the %s)", textsafe.Line(obj.Metric), obj.Direction, target, map[string]string{
 		"flag": "--objective flag", "header": "header", "default": "default: eval_loss, else loss"}[obj.Source])
+}
 
-	// Progress and pace.
+// progress: progress, pace and the reports behind them.
+func (t *forecastTable) progress() {
+	f := t.f
 	var prog []string
 	switch {
 	case f.Progress != nil && f.Step != nil && f.TotalSteps != nil:
@@ -338,48 +238,57 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 		}
 		prog = append(prog, humanize.Number(*f.StepRate)+unit)
 	}
-	line("Progress", "%s", strings.Join(prog, ", "))
+	t.line("Progress", "%s", strings.Join(prog, ", "))
 	rep := fmt.Sprintf("%d accepted, %d segment(s), last progress %s ago", f.Reports, f.Segments, humanize.Duration(f.SinceProgress))
 	if f.ReportInterval != nil {
 		rep += fmt.Sprintf(", median interval %s", humanize.Duration(*f.ReportInterval))
 	}
-	line("Reports", "%s", rep)
+	t.line("Reports", "%s", rep)
+}
 
-	// ETA and time to target.
-	line("ETA", "%s", etaText(f.ETA, out.At, iv))
+// eta: the planner's ETA, the job's claim and the time to target.
+func (t *forecastTable) eta() {
+	f := t.f
+	t.line("ETA", "%s", etaText(f.ETA, t.out.At, t.iv))
 	if f.ReportedETA != nil {
-		line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
+		t.line("Reported ETA", "%s (the job's own claim, untrusted)", humanize.Duration(*f.ReportedETA))
 	}
 	if tt := f.TimeToTarget; tt != nil {
 		if tt.Known && tt.Basis == f.ETA.Basis && tt.Value == f.ETA.Value && tt.Value > 0 {
-			line("Time to target", "as the ETA (the job stops at its target)")
+			t.line("Time to target", "as the ETA (the job stops at its target)")
 		} else {
-			line("Time to target", "%s", etaText(*tt, out.At, iv))
+			t.line("Time to target", "%s", etaText(*tt, t.out.At, t.iv))
 		}
 	}
+}
 
-	// Objective.
+// objective: the objective now, predicted and still to gain.
+func (t *forecastTable) objective() {
+	f, obj := t.f, t.out.Objective
 	if f.Current != nil && f.Best != nil {
-		line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
+		t.line("Objective now", "%s (best %s, %d distinct observations)", humanize.Number(*f.Current), humanize.Number(*f.Best), f.ObjectivePts)
 	} else {
-		line("Objective now", "no observation of %s", obj.Metric)
+		t.line("Objective now", "no observation of %s", obj.Metric)
 	}
 	if pf := f.PredictedFinal; pf.Known {
-		line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
+		t.line("Predicted final", "%s (%s %s to %s, basis %s)", humanize.Number(pf.Value), t.iv, humanize.Number(pf.Lo), humanize.Number(pf.Hi), pf.Basis)
 	} else {
-		line("Predicted final", "unknown: %s", pf.Why)
+		t.line("Predicted final", "unknown: %s", pf.Why)
 	}
 	if f.RemainingImprovement != nil {
 		s := humanize.Number(*f.RemainingImprovement)
 		if f.RelativeRemaining != nil {
 			s += fmt.Sprintf(" (%s of the gain so far)", humanize.Percent(*f.RelativeRemaining))
 		}
-		line("Remaining gain", "%s", s)
+		t.line("Remaining gain", "%s", s)
 	} else {
-		line("Remaining gain", "unknown")
+		t.line("Remaining gain", "unknown")
 	}
+}
 
-	// Plateau, divergence, hang, integrity.
+// detectors: plateau, divergence, hang, integrity.
+func (t *forecastTable) detectors() {
+	f := t.f
 	pl := fmt.Sprintf("probability %s", humanize.Percent(f.PlateauProbability))
 	if f.Plateaued {
 		pl += ", plateaued"
@@ -392,27 +301,32 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	if f.PlateauReason != "" {
 		pl += ": " + f.PlateauReason
 	}
-	line("Plateau", "%s", pl)
+	t.line("Plateau", "%s", pl)
 	if f.Diverging {
 		s := "yes: " + f.DivergenceReason
 		if f.NonFinite {
 			s += " (non-finite)"
 		}
-		line("Diverging", "%s", s)
+		t.line("Diverging", "%s", s)
 	} else {
-		line("Diverging", "no")
+		t.line("Diverging", "no")
 	}
 	if f.Hung {
-		line("Hung", "yes: %s", f.HangReason)
+		t.line("Hung", "yes: %s", f.HangReason)
 	} else {
-		line("Hung", "no")
+		t.line("Hung", "no")
 	}
 	if len(f.Integrity.Issues) > 0 {
-		line("Integrity", "%s", strings.Join(f.Integrity.Issues, "; "))
+		t.line("Integrity", "%s", strings.Join(f.Integrity.Issues, "; "))
 	} else {
-		line("Integrity", "no findings")
+		t.line("Integrity", "no findings")
 	}
-	line("Confidence", "%s", humanize.Percent(f.Confidence))
+}
+
+// models: confidence, the curve families that matter, notes.
+func (t *forecastTable) models() {
+	f := t.f
+	t.line("Confidence", "%s", humanize.Percent(f.Confidence))
 	if len(f.Models) > 0 {
 		// People need the families that matter; JSON carries them all.
 		var ms []string
@@ -427,20 +341,22 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 		if rest > 0 {
 			ms = append(ms, fmt.Sprintf("%d more below 1%%", rest))
 		}
-		line("Models", "%s", strings.Join(ms, ", "))
+		t.line("Models", "%s", strings.Join(ms, ", "))
 	} else {
-		line("Models", "none fitted")
+		t.line("Models", "none fitted")
 	}
 	for i, n := range f.Notes {
 		label := ""
 		if i == 0 {
 			label = "Notes"
 		}
-		line(label, "%s", n)
+		t.line(label, "%s", n)
 	}
+}
 
-	// Decision.
-	d := &out.Decision
+// decision: the verdict and reason under the default policy.
+func (t *forecastTable) decision() {
+	d := &t.out.Decision
 	v := fmt.Sprintf("%s, boost %s (mode %s", d.Verdict, humanize.Boost(d.Boost), d.Mode)
 	if d.AdvisedBoost != d.Boost {
 		v += ", advised " + humanize.Boost(d.AdvisedBoost)
@@ -452,9 +368,13 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	if d.AdvisedAction != preempt.ActionNone && d.AdvisedAction != "" {
 		v += ", action " + string(d.AdvisedAction)
 	}
-	line("Verdict", "%s under the default policy", v)
-	line("Reason", "%s", d.Reason)
-	fa := &out.AssumedFacts
+	t.line("Verdict", "%s under the default policy", v)
+	t.line("Reason", "%s", d.Reason)
+}
+
+// facts: the assumed facts and the rejections.
+func (t *forecastTable) facts() {
+	fa := &t.out.AssumedFacts
 	gpus := fmt.Sprintf("%d GPUs (runInfo.gpus)", fa.GPUs)
 	if fa.GPUsFrom != "runInfo.gpus" {
 		gpus = "0 GPUs (runInfo.gpus unknown)"
@@ -463,21 +383,21 @@ func writeForecastTable(w io.Writer, out *forecastOutput) {
 	if fa.AdmittedAt != nil {
 		adm = fmt.Sprintf("admitted at t=%s (first report)", humanize.Number(*fa.AdmittedAt))
 	}
-	line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
+	t.line("Facts (assumed)", "%s, %s, no namespace or ClusterQueue, base priority 0, no evictions, no previous decision", gpus, adm)
 
-	if len(out.Rejections) == 0 {
-		line("Rejections", "none")
+	if len(t.out.Rejections) == 0 {
+		t.line("Rejections", "none")
 	} else {
-		keys := make([]string, 0, len(out.Rejections))
-		for k := range out.Rejections {
+		keys := make([]string, 0, len(t.out.Rejections))
+		for k := range t.out.Rejections {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		rs := make([]string, len(keys))
 		for i, k := range keys {
-			rs[i] = fmt.Sprintf("%s %d", k, out.Rejections[k])
+			rs[i] = fmt.Sprintf("%s %d", k, t.out.Rejections[k])
 		}
-		line("Rejections", "%s", strings.Join(rs, ", "))
+		t.line("Rejections", "%s", strings.Join(rs, ", "))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -23,7 +24,7 @@ const liveFactsNote = "the decision is the controller's latest (ProgressForecast
 
 // liveForecast reads the ProgressForecast of TrainJob ns/name (written by
 // planner run) and forecasts it as of now.
-func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now time.Time, objFlag *progress.Objective) (*forecastOutput, error) {
+func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now time.Time, objFlag *progress.Objective) (*offline.Output, error) {
 	c, err := client.New(rc, client.Options{Scheme: kueueext.NewScheme()})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -39,7 +40,7 @@ func liveForecast(ctx context.Context, rc *rest.Config, ns, name string, now tim
 // buildLiveForecastOutput forecasts a ProgressForecast's stored history as
 // of now (Unix seconds, the controller's time base) and reports the
 // controller's own latest decision. Pure, for tests.
-func buildLiveForecastOutput(pf *v1alpha1.ProgressForecast, now float64, objFlag *progress.Objective) (*forecastOutput, error) {
+func buildLiveForecastOutput(pf *v1alpha1.ProgressForecast, now float64, objFlag *progress.Objective) (*offline.Output, error) {
 	key := pf.Namespace + "/" + pf.Name
 	if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
 		return nil, fmt.Errorf("ProgressForecast %s holds no history yet (no trainerStatus observed)", key)
@@ -76,15 +77,15 @@ func buildLiveForecastOutput(pf *v1alpha1.ProgressForecast, now float64, objFlag
 	for k, v := range h.Rejections() {
 		rej[string(k)] = v
 	}
-	return &forecastOutput{
+	return &offline.Output{
 		Name:         key,
 		At:           now,
 		AtBasis:      "now",
 		ReportsRead:  h.Len(),
-		Objective:    objectiveOutput{Objective: obj, Source: src},
+		Objective:    offline.ObjectiveOutput{Objective: obj, Source: src},
 		Forecast:     fc,
 		Decision:     d,
-		AssumedFacts: assumedFacts{GPUsFrom: "controller", Note: liveFactsNote},
+		AssumedFacts: offline.AssumedFacts{GPUsFrom: "controller", Note: liveFactsNote},
 		Rejections:   rej,
 	}, nil
 }

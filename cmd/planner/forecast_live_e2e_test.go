@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -65,7 +66,7 @@ func TestLiveForecastOnRealAPIServer(t *testing.T) {
 	if err := root.ExecuteContext(ctx); err != nil {
 		t.Fatalf("planner forecast --trainjob: %v (%s)", err, errOut.String())
 	}
-	var got forecastOutput
+	var got offline.Output
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 	}

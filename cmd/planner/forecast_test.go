@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -440,9 +441,9 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 	cases := []struct {
 		fixture string
 		args    []string
-		check   func(t *testing.T, o *forecastOutput)
+		check   func(t *testing.T, o *offline.Output)
 	}{
-		{"steps.jsonl", []string{"--at", "400"}, func(t *testing.T, o *forecastOutput) {
+		{"steps.jsonl", []string{"--at", "400"}, func(t *testing.T, o *offline.Output) {
 			if !o.Forecast.ETA.Known || o.Forecast.ETA.Basis != "total-steps" {
 				t.Errorf("ETA %+v, want known, basis total-steps", o.Forecast.ETA)
 			}
@@ -453,12 +454,12 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 				t.Errorf("facts %+v", o.AssumedFacts.Facts)
 			}
 		}},
-		{"steps.jsonl", nil, func(t *testing.T, o *forecastOutput) {
+		{"steps.jsonl", nil, func(t *testing.T, o *offline.Output) {
 			if tt := o.Forecast.TimeToTarget; tt == nil || !tt.Known || tt.Value != 0 {
 				t.Errorf("timeToTarget %+v, want reached", tt)
 			}
 		}},
-		{"target.jsonl", []string{"--at-fraction", "0.6"}, func(t *testing.T, o *forecastOutput) {
+		{"target.jsonl", []string{"--at-fraction", "0.6"}, func(t *testing.T, o *offline.Output) {
 			if tt := o.Forecast.TimeToTarget; tt == nil || !tt.Known || !strings.HasPrefix(tt.Basis, "target") {
 				t.Errorf("timeToTarget %+v, want known from the target", tt)
 			}
@@ -466,7 +467,7 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 				t.Errorf("atBasis %q", o.AtBasis)
 			}
 		}},
-		{"hang.jsonl", nil, func(t *testing.T, o *forecastOutput) {
+		{"hang.jsonl", nil, func(t *testing.T, o *offline.Output) {
 			if !o.Forecast.Hung || o.Decision.Verdict != "Hung" {
 				t.Errorf("hung %v verdict %s, want Hung", o.Forecast.Hung, o.Decision.Verdict)
 			}
@@ -474,7 +475,7 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 				t.Errorf("gpus %d from %q, want 0 from unknown", o.AssumedFacts.GPUs, o.AssumedFacts.GPUsFrom)
 			}
 		}},
-		{"diverging.jsonl", nil, func(t *testing.T, o *forecastOutput) {
+		{"diverging.jsonl", nil, func(t *testing.T, o *offline.Output) {
 			if !o.Forecast.Diverging || o.Decision.Verdict != "Diverging" {
 				t.Errorf("diverging %v verdict %s", o.Forecast.Diverging, o.Decision.Verdict)
 			}
@@ -482,12 +483,12 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 				t.Errorf("objective %+v, want the default loss", o.Objective)
 			}
 		}},
-		{"diverging.jsonl", []string{"--at-fraction", "0.5"}, func(t *testing.T, o *forecastOutput) {
+		{"diverging.jsonl", []string{"--at-fraction", "0.5"}, func(t *testing.T, o *offline.Output) {
 			if o.AtBasis != "fraction-of-last-report" || o.At != 450 {
 				t.Errorf("at %v (%s), want 450 from the last report", o.At, o.AtBasis)
 			}
 		}},
-		{"plateau.jsonl", nil, func(t *testing.T, o *forecastOutput) {
+		{"plateau.jsonl", nil, func(t *testing.T, o *offline.Output) {
 			if !o.Forecast.Plateaued || o.Decision.Verdict != "Plateaued" {
 				t.Errorf("plateaued %v verdict %s", o.Forecast.Plateaued, o.Decision.Verdict)
 			}
@@ -502,7 +503,7 @@ func TestForecastFixtureVerdicts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var o forecastOutput
+			var o offline.Output
 			if err := json.Unmarshal([]byte(out), &o); err != nil {
 				t.Fatal(err)
 			}
@@ -540,7 +541,7 @@ func TestForecastStdin(t *testing.T) {
 // ---- the --at property: nothing after the cut matters ----
 
 // garbageReports returns k reports observed after `after` (strictly later
-// than after+cutEps) with absurd contents, in non-decreasing time.
+// than after+progress.CutEps) with absurd contents, in non-decreasing time.
 func garbageReports(r *rand.Rand, after float64, k int) []progress.FileReport {
 	absurd := []string{"nan", "inf", "-inf", "1e300", "-1e300", "abc", "", "0", "-1", "1e15", "  7  ", "0x10", "NaN"}
 	names := []string{"loss", "eval_loss", "accuracy", "current_step", "total_steps", "current_epoch", "total_epochs",
@@ -887,7 +888,7 @@ func jsonFieldNames(t reflect.Type, out map[string]bool) {
 func TestForecastJSONDocumented(t *testing.T) {
 	doc := string(mustRead(t, "../../docs/forecast-json.md"))
 	names := map[string]bool{}
-	jsonFieldNames(reflect.TypeOf(forecastOutput{}), names)
+	jsonFieldNames(reflect.TypeOf(offline.Output{}), names)
 	for n := range names {
 		if strings.Contains(n, ".") {
 			continue // visited marker

@@ -11,6 +11,7 @@ import (
 
 	"github.com/progress-planner/planner/internal/genreader"
 	"github.com/progress-planner/planner/pkg/backtest"
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
@@ -128,13 +129,13 @@ func TestHugeRunInfoGPUs(t *testing.T) {
 // clamped; the report's capacity forecast allocates O(report.MaxGPUs).
 func TestReportCapacityMemoryBounded(t *testing.T) {
 	hf := stepsHistory(50)
-	c := newHistoryCut(hf.Header, forecastCut{At: hf.Reports[20].T})
+	c := offline.NewHistoryCut(hf.Header, offline.Cut{At: hf.Reports[20].T})
 	for _, r := range hf.Reports {
-		if !c.add(r) {
+		if !c.Add(r) {
 			break
 		}
 	}
-	out, err := buildForecastOutput(c, nil)
+	out, err := offline.Forecast(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func historyStream(size int64) *genreader.Reader {
 func TestHistoryReadIsStreamed(t *testing.T) {
 	const size = 32 << 20
 	r := historyStream(size)
-	c, err := loadHistory("-", r, cutSpec{})
+	c, err := offline.Load("-", r, offline.CutSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,11 +268,11 @@ func TestInvalidHeaderObjectiveIsAnError(t *testing.T) {
 func BenchmarkForecast1GBHistory(b *testing.B) {
 	for range b.N {
 		r := historyStream(1 << 30)
-		c, err := loadHistory("-", r, cutSpec{})
+		c, err := offline.Load("-", r, offline.CutSpec{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := buildForecastOutput(c, nil); err != nil {
+		if _, err := offline.Forecast(c, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(r.PeakGrowth(), "peak-heap-MiB")

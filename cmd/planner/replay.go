@@ -14,6 +14,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/replay"
 )
 
 type replayFlags struct {
@@ -97,7 +98,7 @@ func runReplay(cmd *cobra.Command, path string, fl replayFlags) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	refused := 0
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	written, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
+	written, err := replay.Run(ctx, c, key, reports, replay.Options{
 		Speed: fl.speed,
 		OnReport: func(i int, r progress.FileReport, werr error) error {
 			if werr != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
 )
@@ -126,7 +127,7 @@ func runReport(cmd *cobra.Command, args []string, fl *reportFlags) error {
 }
 
 // offlineInput forecasts each history file the way planner forecast does
-// (buildForecastOutput: the default policy, assumed facts) and reports
+// (offline.Forecast: the default policy, assumed facts) and reports
 // them as running jobs of one queue.
 func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.Input, error) {
 	var objFlag *progress.Objective
@@ -146,11 +147,11 @@ func offlineInput(cmd *cobra.Command, paths []string, fl *reportFlags) (report.I
 	in := report.Input{Source: "history files", GeneratedAt: time.Now(), Interval: forecast.DefaultSettings().Interval}
 	total := 0
 	for _, p := range paths {
-		c, err := loadHistory(p, cmd.InOrStdin(), cutSpec{frac: fl.atFraction, fracSet: cmd.Flags().Changed("at-fraction")})
+		c, err := offline.Load(p, cmd.InOrStdin(), offline.CutSpec{Frac: fl.atFraction, FracSet: cmd.Flags().Changed("at-fraction")})
 		if err != nil {
 			return report.Input{}, err
 		}
-		out, err := buildForecastOutput(c, objFlag)
+		out, err := offline.Forecast(c, objFlag)
 		if err != nil {
 			return report.Input{}, err
 		}

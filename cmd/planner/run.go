@@ -17,6 +17,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 )
 
 type runFlags struct {
@@ -81,9 +82,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if fl.logFormat != "json" && fl.logFormat != "text" {
 		return usageErrorf("--log-format %q: want json or text", fl.logFormat)
 	}
-	cfg := kueueext.DefaultConfig()
+	cfg := plannerconfig.DefaultConfig()
 	if fl.config != "" {
-		c, err := kueueext.LoadConfig(fl.config)
+		c, err := plannerconfig.LoadConfig(fl.config)
 		if err != nil {
 			return err
 		}

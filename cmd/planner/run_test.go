@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 )
 
 func runPlannerCLI(args ...string) (string, error) {
@@ -25,7 +25,7 @@ func TestRunPrintConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kueueext.ParseConfig([]byte(out))
+	c, err := plannerconfig.ParseConfig([]byte(out))
 	if err != nil {
 		t.Fatalf("--print-config output does not parse: %v\n%s", err, out)
 	}

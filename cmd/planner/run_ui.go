@@ -6,14 +6,14 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/reportui"
 )
 
 // addReportUI adds the read-only report page (--ui-addr) to the manager:
 // it reads the controller's cache and, for ClusterQueues (not cached), the
 // API server directly.
-func addReportUI(mgr manager.Manager, cfg kueueext.Config, fl runFlags, log logr.Logger) error {
+func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log logr.Logger) error {
 	if fl.uiAddr == "" {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/simulator"
 )
 
@@ -34,8 +34,10 @@ func newSimulateCmd() *cobra.Command {
 		reportsPerRun                                   int
 		eventsFile, exportScenario                      string
 		progress                                        string
-		printDefault                                    bool
+		printDefault, targets                           bool
 		capacity                                        capacityBacktestFlags
+		whatIf                                          whatIfFlags
+		cluster                                         clusterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -73,6 +75,13 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			flags := cmd.Flags()
 			var sc *simulator.Scenario
 			switch {
+			case cluster.from:
+				if scenarioFile != "" || traceFile != "" {
+					return usageErrorf("--from-cluster replaces --scenario and --trace")
+				}
+				if sc, err = cluster.scenario(cmd, traceFormat); err != nil {
+					return err
+				}
 			case scenarioFile != "":
 				if sc, err = simulator.LoadScenario(scenarioFile); err != nil {
 					return err
@@ -91,8 +100,8 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				if sc.Name == "" || sc.Name == "built-in" {
 					sc.Name = "trace"
 				}
-			} else if flags.Changed("trace-format") {
-				return usageErrorf("--trace-format needs --trace")
+			} else if flags.Changed("trace-format") && (!cluster.from || cluster.arrivals == "") {
+				return usageErrorf("--trace-format needs --trace (or --from-cluster --arrivals)")
 			}
 			if limit < 0 || limit > simulator.MaxJobs {
 				return usageErrorf("--limit %d: must be in [0, %d]", limit, simulator.MaxJobs)
@@ -153,8 +162,8 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 				opt.Cadence.Growth = cadenceGrowth
 			}
 			if flags.Changed("min-improvement") {
-				if !(minImprovement >= 0 && minImprovement <= kueueext.MaxMinImprovement) {
-					return usageErrorf("--min-improvement %g: must be in [0, %g]", minImprovement, kueueext.MaxMinImprovement)
+				if !(minImprovement >= 0 && minImprovement <= plannerconfig.MaxMinImprovement) {
+					return usageErrorf("--min-improvement %g: must be in [0, %g]", minImprovement, plannerconfig.MaxMinImprovement)
 				}
 				opt.Forecast.MinImprovement = minImprovement
 			}
@@ -165,9 +174,22 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if err := opt.Validate(); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if whatIf.sweeping() {
+				if !flags.Changed("policies") {
+					pols = sweepDefaultPolicies
+				}
+				return runSweep(cmd, sc, opt, pols, whatIf, output.String(), outFile)
+			}
 			in, err := sc.Resolve()
 			if err != nil {
 				return err
+			}
+			baseIn, baseOpt := in, opt // the run without the what-ifs, for --job-changes
+			if in, opt, err = whatIf.apply(in, opt); err != nil {
+				return err
+			}
+			if whatIf.jobChanges > 0 && output.String() != "table" {
+				return usageErrorf("--job-changes prints with -o table")
 			}
 			if capacity.enabled {
 				return runCapacityBacktest(cmd, in, opt, capacity)
@@ -195,36 +217,29 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 			if err != nil {
 				return err
 			}
+			if !targets {
+				// The targets are the Philly --deactivate experiment's
+				// (docs/simulator.md); on any other scenario a MISSED line
+				// reads as the product failing, so they are opt-in.
+				cmp.Checks = nil
+			}
 			if eventsFile != "" {
 				if err := writeEvents(eventsFile, sc, in, cmp); err != nil {
 					return err
 				}
 			}
-			w := cmd.OutOrStdout()
-			var f *os.File
-			if outFile != "" && outFile != "-" {
-				if f, err = os.Create(outFile); err != nil {
+			return writeOutput(cmd, outFile, func(w io.Writer) error {
+				switch output.String() {
+				case "json":
+					return cmp.WriteJSON(w)
+				case "html":
+					return cmp.WriteHTML(w)
+				}
+				if err := cmp.WriteTable(w); err != nil {
 					return err
 				}
-				defer f.Close()
-				w = f
-			}
-			bw := bufio.NewWriter(w)
-			switch output.String() {
-			case "json":
-				err = cmp.WriteJSON(bw)
-			case "html":
-				err = cmp.WriteHTML(bw)
-			default:
-				err = cmp.WriteTable(bw)
-			}
-			if err == nil {
-				err = bw.Flush()
-			}
-			if err == nil && f != nil {
-				err = f.Close()
-			}
-			return err
+				return whatIf.writeJobChanges(w, baseIn, baseOpt, pols, cmp)
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -252,7 +267,11 @@ is the what-if in which every queue opts in to the policy's Deactivate.`,
 	fl.StringVar(&exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list")
 	fl.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (only on a terminal), on or off")
 	fl.BoolVar(&printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
+	fl.BoolVar(&targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
 	capacity.add(cmd)
+	whatIf.add(cmd)
+	cluster.add(cmd)
+	cmd.AddCommand(newSimulateUnitCmd(), newSimulateCollectCmd())
 	return cmd
 }
 
@@ -307,6 +326,30 @@ func progressBar(w io.Writer) func(policy string, done, total int) {
 	}
 }
 
+// writeOutput runs write on standard output or, when path is set (and not
+// "-"), on that file, buffered; a failed write or close is the error.
+func writeOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
+	w := cmd.OutOrStdout()
+	var f *os.File
+	if path != "" && path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && f != nil {
+		err = f.Close()
+	}
+	return err
+}
+
 // exportedJob is the fidelity harness's view of a job.
 type exportedJob struct {
 	Name      string  `json:"name"`
@@ -352,7 +395,11 @@ func writeEvents(path string, sc *simulator.Scenario, in *simulator.Input, cmp *
 // writeExport writes the resolved jobs as a scenario with an explicit job
 // list (curves become simple curves with the same plateau onset).
 func writeExport(path string, sc *simulator.Scenario, in *simulator.Input) error {
-	out := simulator.Scenario{Name: in.Name, Description: "exported from " + in.Source, Seed: sc.Seed, Queues: in.Queues,
+	desc := "exported from " + in.Source
+	if sc.Description != "" {
+		desc += ": " + sc.Description
+	}
+	out := simulator.Scenario{Name: in.Name, Description: desc, Seed: sc.Seed, Queues: in.Queues, LocalQueues: sc.LocalQueues,
 		CheckpointInterval: sc.CheckpointInterval, Reports: sc.Reports, Cadence: sc.Cadence, LAS: sc.LAS, Policy: sc.Policy, Deactivate: sc.Deactivate}
 	for _, j := range in.Jobs {
 		js := simulator.JobSpec{Name: j.Name, Queue: j.Queue, Arrival: simulator.Seconds(j.Arrival), GPUs: j.GPUs, Priority: j.Priority,

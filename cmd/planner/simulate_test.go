@@ -104,3 +104,33 @@ func TestSimulatePrintDefault(t *testing.T) {
 		t.Errorf("printed default does not parse: %v", err)
 	}
 }
+
+// The README's first command: a headline against Kueue alone and no
+// target lines unless --targets asks for them.
+func TestSimulateDefaultHeadlineNoTargets(t *testing.T) {
+	out, _, err := runCLI(nil, "simulate", "--policies", "kueue,planner", "--progress", "off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Progress Planner against Kueue alone") || !strings.Contains(out, "waiting for a first admission") {
+		t.Errorf("no headline:\n%s", out)
+	}
+	if strings.Contains(out, "MISSED") || strings.Contains(out, "Targets") {
+		t.Errorf("target lines without --targets:\n%s", out)
+	}
+	js, _, err := runCLI(nil, "simulate", "--policies", "kueue,planner", "--progress", "off", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Headline []string }
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Headline) < 5 {
+		t.Errorf("JSON headline: %v %q", err, doc.Headline)
+	}
+	out, _, err = runCLI(nil, "simulate", "--policies", "kueue,planner", "--progress", "off", "--targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Targets") {
+		t.Errorf("--targets: no target lines:\n%s", out)
+	}
+}

@@ -358,7 +358,7 @@ func (th *thinner) stateChange(rep progress.FileReport) (pinPrev, pinCur bool) {
 			pinPrev, pinCur = true, true
 		}
 	}
-	for len(th.instants) > 0 && rep.T > th.instants[0]+cutEps {
+	for len(th.instants) > 0 && !progress.AtOrBefore(rep.T, th.instants[0]) {
 		th.instants = th.instants[1:]
 		pinPrev, pinCur = true, true
 	}

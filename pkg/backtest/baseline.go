@@ -16,9 +16,6 @@ import (
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
-// cutEps is the baseline's tolerance for "t <= c".
-const cutEps = 1e-9
-
 // counterKeys mirrors COUNTER_KEYS.
 var counterKeys = []string{"samples_count", "tokens_count", "epoch"}
 
@@ -136,7 +133,7 @@ func doneTotal(hd progress.FileHeader, r rep) (done float64, okDone bool, total 
 
 // seen returns the reports with t <= c (+ the baseline's tolerance).
 func seen(reps []rep, c float64) []rep {
-	n := sort.Search(len(reps), func(i int) bool { return reps[i].t > c+cutEps })
+	n := sort.Search(len(reps), func(i int) bool { return !progress.AtOrBefore(reps[i].t, c) })
 	return reps[:n]
 }
 

@@ -69,7 +69,7 @@ func newStream(e Engine, f *progress.HistoryFile) *stream {
 }
 
 func (s *stream) advance(now float64) {
-	for s.next < len(s.reps) && s.reps[s.next].T <= now+cutEps {
+	for s.next < len(s.reps) && progress.AtOrBefore(s.reps[s.next].T, now) {
 		s.run.Observe(s.reps[s.next].T, s.reps[s.next].TrainerStatus)
 		s.next++
 	}
@@ -349,7 +349,7 @@ func (e *evaluator) cutResult(run *runTruth, st *stream, k int, c float64) CutRe
 	}
 	var ob []obsPoint
 	for _, o := range run.obs {
-		if o.t <= c+cutEps {
+		if progress.AtOrBefore(o.t, c) {
 			ob = append(ob, o)
 		}
 	}
@@ -460,7 +460,7 @@ func bestTotal(obs []obsPoint, sign, until float64) (best, total float64) {
 	for _, o := range obs {
 		z := sign * o.y
 		end = math.Min(end, z)
-		if o.t <= until+cutEps {
+		if progress.AtOrBefore(o.t, until) {
 			best = math.Min(best, z)
 		}
 	}

@@ -62,6 +62,41 @@ func trainJobOf(wl *kueue.Workload) string {
 	return ""
 }
 
+// ViewOf returns the report's view of a Workload (state, GPUs, priority,
+// ClusterQueue — from its admission, else its LocalQueue — and owning
+// TrainJob), the LocalQueues indexed once.
+func (s *Snapshot) ViewOf(gpu corev1.ResourceName) func(wl *kueue.Workload) report.WorkloadView {
+	lqs := s.lqMap()
+	if gpu == "" {
+		gpu = Options{}.gpu()
+	}
+	return func(wl *kueue.Workload) report.WorkloadView { return s.view(wl, lqs, gpu) }
+}
+
+// ForecastIndex returns a lookup of a Workload's ProgressForecast: the
+// one recording that Workload, else the one of its controlling TrainJob
+// (nil when neither exists).
+func (s *Snapshot) ForecastIndex() func(wl *kueue.Workload) *v1alpha1.ProgressForecast {
+	byWorkload := map[string]*v1alpha1.ProgressForecast{}
+	byJob := map[string]*v1alpha1.ProgressForecast{}
+	for i := range s.Forecasts {
+		pf := &s.Forecasts[i]
+		byJob[pf.Namespace+"/"+pf.Name] = pf
+		if pf.Status.Workload != "" {
+			byWorkload[pf.Namespace+"/"+pf.Status.Workload] = pf
+		}
+	}
+	return func(wl *kueue.Workload) *v1alpha1.ProgressForecast {
+		if pf := byWorkload[wl.Namespace+"/"+wl.Name]; pf != nil {
+			return pf
+		}
+		if j := trainJobOf(wl); j != "" {
+			return byJob[wl.Namespace+"/"+j]
+		}
+		return nil
+	}
+}
+
 func (s *Snapshot) lqMap() map[string]string {
 	m := map[string]string{}
 	for _, lq := range s.LocalQueues {
@@ -91,10 +126,10 @@ func (s *Snapshot) view(wl *kueue.Workload, lqs map[string]string, gpu corev1.Re
 	return v
 }
 
-// forecastOf forecasts a ProgressForecast's stored history as of now with
+// ForecastOf forecasts a ProgressForecast's stored history as of now with
 // its stored objective, and decodes its latest decision. Either may be nil
 // (no history yet, no decision yet).
-func forecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *progress.History, *preempt.Decision, error) {
+func ForecastOf(pf *v1alpha1.ProgressForecast, now time.Time) (*forecast.Forecast, *progress.History, *preempt.Decision, error) {
 	var d *preempt.Decision
 	if pf.Status.Decision != nil && len(pf.Status.Decision.Raw) > 0 {
 		d = &preempt.Decision{}
@@ -130,19 +165,11 @@ func (s *Snapshot) ReportInput(o Options) (report.Input, []string) {
 	lqs := s.lqMap()
 	in := report.Input{GeneratedAt: o.Now, Interval: forecast.DefaultSettings().Interval}
 	var notes []string
-	byWorkload := map[string]*v1alpha1.ProgressForecast{}
-	byJob := map[string]*v1alpha1.ProgressForecast{}
-	for i := range s.Forecasts {
-		pf := &s.Forecasts[i]
-		byJob[pf.Namespace+"/"+pf.Name] = pf
-		if pf.Status.Workload != "" {
-			byWorkload[pf.Namespace+"/"+pf.Status.Workload] = pf
-		}
-	}
+	forecastFor := s.ForecastIndex()
 	used := map[types.NamespacedName]bool{}
 	addPF := func(j *report.JobInput, pf *v1alpha1.ProgressForecast) {
 		used[types.NamespacedName{Namespace: pf.Namespace, Name: pf.Name}] = true
-		fc, h, d, err := forecastOf(pf, o.Now)
+		fc, h, d, err := ForecastOf(pf, o.Now)
 		if err != nil {
 			notes = append(notes, err.Error())
 		}
@@ -160,11 +187,7 @@ func (s *Snapshot) ReportInput(o Options) (report.Input, []string) {
 		}
 		j := report.JobInput{Namespace: v.Namespace, Name: v.Name, Queue: v.ClusterQueue, GPUs: v.GPUs, State: v.State,
 			BasePriority: v.BasePriority, Boost: v.Boost, CreatedAt: float64(v.CreatedAt.Unix())}
-		pf := byWorkload[wl.Namespace+"/"+wl.Name]
-		if pf == nil && v.Job != "" {
-			pf = byJob[wl.Namespace+"/"+v.Job]
-		}
-		if pf != nil {
+		if pf := forecastFor(wl); pf != nil {
 			j.Name = pf.Name // the TrainJob's name: what users know
 			addPF(&j, pf)
 		}

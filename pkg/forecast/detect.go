@@ -3,7 +3,9 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -29,8 +31,8 @@ func intervalStats(d []float64) (med, p95 float64, ok bool) {
 	if len(d) < 2 {
 		return 0, 0, false
 	}
-	sortFloats(d)
-	return median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
+	slices.Sort(d)
+	return stats.Median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
 }
 
 // activityTimes are the times, up to now, at which the job showed it was
@@ -243,7 +245,7 @@ func jumpRatio(pts []progress.Point, value func(progress.Point) float64, minStep
 			if dv > 0 {
 				r := dv / dt
 				if len(rates) >= 3 && dv > minStep {
-					if m := median(rates[max(0, len(rates)-16):]); m > 0 && (math.IsNaN(worst) || r/m > worst) {
+					if m := stats.Median(rates[max(0, len(rates)-16):]); m > 0 && (math.IsNaN(worst) || r/m > worst) {
 						worst = r / m
 					}
 				}

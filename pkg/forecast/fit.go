@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/forecast/curve"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -309,7 +310,7 @@ func recentEvalGain(obs []objPoint) float64 {
 	if len(d) == 0 {
 		return 0
 	}
-	return median(d)
+	return stats.Median(d)
 }
 
 // medianObsStep is the median axis distance between objective
@@ -322,7 +323,7 @@ func medianObsStep(obs []objPoint) float64 {
 	for i := 1; i < len(obs); i++ {
 		d = append(d, obs[i].x-obs[i-1].x)
 	}
-	return median(d)
+	return stats.Median(d)
 }
 
 // plateauOnset is the first observation time after which the best-so-far

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -372,7 +373,7 @@ func theilSen(pts []objPoint) float64 {
 	if len(sl) == 0 {
 		return 0
 	}
-	return median(sl)
+	return stats.Median(sl)
 }
 
 // noiseScale is the robust scale of successive differences of the
@@ -385,5 +386,5 @@ func noiseScale(obs []objPoint) float64 {
 	for i := 1; i < len(obs); i++ {
 		d = append(d, math.Abs(obs[i].y-obs[i-1].y))
 	}
-	return 1.4826 * median(d) / math.Sqrt2
+	return 1.4826 * stats.Median(d) / math.Sqrt2
 }

@@ -3,6 +3,7 @@ package forecast
 import (
 	"math"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -244,7 +245,7 @@ func robustSlope(s []paceSample) float64 {
 		for i := range x {
 			res[i] = math.Abs(y[i] - a - b*x[i])
 		}
-		scale := 1.4826 * median(res)
+		scale := 1.4826 * stats.Median(res)
 		if scale <= 0 {
 			break
 		}
@@ -284,17 +285,4 @@ func (p pace) timeTo(xEnd float64) (secs, rel float64) {
 	// was off on this job.
 	rel = math.Max(rel, p.hindErr)
 	return secs, rel
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	c := append([]float64(nil), v...)
-	sortFloats(c)
-	n := len(c)
-	if n%2 == 1 {
-		return c[n/2]
-	}
-	return (c[n/2-1] + c[n/2]) / 2
 }

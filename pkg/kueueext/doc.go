@@ -14,16 +14,21 @@
 // Files by responsibility:
 //
 //	names.go              annotation, label and field-manager names
-//	config.go             the component config file (PlannerConfiguration)
 //	objective.go          the planner.progress.io/objective annotation
 //	workload.go           finding the Workload, facts, boost ownership, actuation
 //	schedule.go           the per-job forecast rate limit
+//	arrivals.go           when the watch delivered each status change (decision latency)
+//	clock.go, text.go     clamping other components' times; printable annotation text
 //	summary.go            Trainer status conversion, ForecastSummary
 //	metrics.go            Prometheus collectors (planner_*)
 //	crds.go               waiting for the Trainer, Kueue and planner CRDs
 //	trainjob_controller.go the reconciler
 //	setup.go              scheme, manager and controller wiring
-//	replay.go             `planner replay`: drive a TrainJob's status from a history file
+//
+// The component config file (PlannerConfiguration) is package
+// plannerconfig; `planner replay` (writing a TrainJob's status from a
+// history file) is package replay: the controller never writes TrainJob
+// status.
 //
 // docs/controller.md documents the behaviour, annotations, metrics and
 // configuration.

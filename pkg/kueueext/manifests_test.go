@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 )
 
@@ -32,7 +33,7 @@ func readManifest(t *testing.T, path string, into any) {
 }
 
 func TestShippedConfig(t *testing.T) {
-	c, err := LoadConfig("../../config/manager/planner-config.yaml")
+	c, err := plannerconfig.LoadConfig("../../config/manager/planner-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestDeploymentManifest(t *testing.T) {
 	// The shipped config's listeners: on the ports the Deployment names,
 	// and reachable from the kubelet (probes) and the metrics Service, so
 	// not on loopback, which the defaults use.
-	shipped, err := LoadConfig("../../config/manager/planner-config.yaml")
+	shipped, err := plannerconfig.LoadConfig("../../config/manager/planner-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestDeploymentManifest(t *testing.T) {
 			t.Errorf("port %s: the shipped bind address %q is loopback; the kubelet and Prometheus cannot reach it", p.Name, want)
 		}
 	}
-	for _, ep := range []string{DefaultConfig().Metrics.BindAddress, DefaultConfig().Health.BindAddress} {
+	for _, ep := range []string{plannerconfig.DefaultConfig().Metrics.BindAddress, plannerconfig.DefaultConfig().Health.BindAddress} {
 		if host, _, _ := net.SplitHostPort(ep); !net.ParseIP(host).IsLoopback() {
 			t.Errorf("default bind address %q is not loopback", ep)
 		}

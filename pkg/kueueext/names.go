@@ -12,7 +12,7 @@ const (
 	// AnnotationMinImprovement on a TrainJob sets the job's own meaningful
 	// improvement (forecast.Settings.MinImprovement): a fraction ("0.005")
 	// or a percentage ("0.5%") of the objective's value, at most
-	// MaxMinImprovement; "0" turns the rule off for the job.
+	// plannerconfig.MaxMinImprovement; "0" turns the rule off for the job.
 	AnnotationMinImprovement = "planner.progress.io/min-improvement"
 	// AnnotationPriorityBoost is Kueue's priority boost (KEP-7990): a
 	// signed integer added to the Workload's priority.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -120,13 +121,9 @@ func ParseStopOptIn(annotations map[string]string) (bool, error) {
 	return b, nil
 }
 
-// MaxMinImprovement bounds the meaningful improvement a config or a job
-// may ask for: beyond half the metric's value no job would ever plateau.
-const MaxMinImprovement = 0.5
-
 // ParseMinImprovement validates the planner.progress.io/min-improvement
 // annotation: a fraction ("0.005") or a percentage ("0.5%") in
-// [0, MaxMinImprovement].
+// [0, plannerconfig.MaxMinImprovement].
 func ParseMinImprovement(value string) (float64, error) {
 	v := strings.TrimSpace(value)
 	scale := 1.0
@@ -134,9 +131,9 @@ func ParseMinImprovement(value string) (float64, error) {
 		v, scale = strings.TrimSpace(strings.TrimSuffix(v, "%")), 0.01
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if len(value) > 32 || !printable(value) || err != nil || !(f*scale >= 0 && f*scale <= MaxMinImprovement) {
+	if len(value) > 32 || !printable(value) || err != nil || !(f*scale >= 0 && f*scale <= plannerconfig.MaxMinImprovement) {
 		return 0, fmt.Errorf("annotation %s=%q: want a fraction or percentage of the metric's value in [0, %g] (e.g. \"0.005\" or \"0.5%%\")",
-			AnnotationMinImprovement, truncateString(value, 32), MaxMinImprovement)
+			AnnotationMinImprovement, truncateString(value, 32), plannerconfig.MaxMinImprovement)
 	}
 	return f * scale, nil
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -82,8 +83,8 @@ func (l *eventLog) byReason(reason string) []recordedEvent {
 
 var _ events.EventRecorder = (*eventLog)(nil)
 
-func testConfig() Config {
-	c := DefaultConfig()
+func testConfig() plannerconfig.Config {
+	c := plannerconfig.DefaultConfig()
 	c.Policy.Evidence.MinAge = preempt.Dur(0)
 	c.Policy.Stability.MinDwell = preempt.Dur(0)
 	return c
@@ -96,14 +97,14 @@ type fixture struct {
 	clock *clocktesting.FakeClock
 	rec   *TrainJobReconciler
 	ev    *eventLog
-	cfg   Config
+	cfg   plannerconfig.Config
 	// boostGate is what the PriorityBoost probe reports (gateOn unless a test says otherwise).
 	boostGate gateState
 }
 
 const ns = "team"
 
-func newFixture(t *testing.T, cfg Config, objs ...client.Object) *fixture {
+func newFixture(t *testing.T, cfg plannerconfig.Config, objs ...client.Object) *fixture {
 	t.Helper()
 	// A plain object tracker keeps managedFields as written; server-side
 	// apply of the boost annotation is emulated by applyWorkload.
@@ -360,6 +361,14 @@ func TestReconcilePlateauYields(t *testing.T) {
 	var stored preempt.Decision
 	if err := json.Unmarshal(st.Decision.Raw, &stored); err != nil {
 		t.Fatal(err)
+	}
+	// The typed decision fields say what the blob says (planner-scheduler
+	// reads only them).
+	if st.DecisionVersion != v1alpha1.DecisionVersion || st.DecidedTime == nil || st.VerdictSince == nil || st.StalledSince == nil ||
+		stored.StalledSince == nil || st.StalledSince.Unix() != int64(*stored.StalledSince) || st.ProtectedUntil != nil ||
+		st.DecidedTime.Unix() != int64(stored.At) {
+		t.Errorf("typed decision fields: version %d decided %v verdictSince %v stalledSince %v protectedUntil %v; decision %+v",
+			st.DecisionVersion, st.DecidedTime, st.VerdictSince, st.StalledSince, st.ProtectedUntil, stored)
 	}
 	f.rec = f.newReconciler()
 	f.replayInto("a", hf.Reports[n:n+1])

@@ -28,7 +28,7 @@ type scheduleInput struct {
 	// last decision could change by itself (lease end, dwell end, ...);
 	// zero when none.
 	Deadline time.Time
-	// Min, UrgentMin and Idle are ForecastConfig's intervals.
+	// Min, UrgentMin and Idle are plannerconfig.ForecastConfig's intervals.
 	Min, UrgentMin, Idle time.Duration
 }
 

@@ -33,6 +33,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 )
 
 // NewScheme returns a scheme with the kinds the planner reads and writes:
@@ -51,7 +52,7 @@ func NewScheme() *runtime.Scheme {
 // leader election, the metrics endpoint and /healthz and /readyz, all from
 // the config. The cache keeps managedFields only for Workloads (the
 // planner reads the boost annotation's owner from them).
-func NewManager(rc *rest.Config, cfg Config) (manager.Manager, error) {
+func NewManager(rc *rest.Config, cfg plannerconfig.Config) (manager.Manager, error) {
 	le := cfg.LeaderElection
 	opts := ctrl.Options{
 		Scheme:                        NewScheme(),
@@ -93,7 +94,7 @@ func stripManagedFieldsExceptWorkloads(obj any) (any, error) {
 
 // Options configure Setup.
 type Options struct {
-	Config Config
+	Config plannerconfig.Config
 	// Clock is the planner's clock (observation times, forecasts,
 	// decisions); nil is the real clock. Tests inject a fake one.
 	Clock clock.PassiveClock

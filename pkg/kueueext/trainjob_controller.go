@@ -34,6 +34,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -90,7 +91,7 @@ type TrainJobReconciler struct {
 	apiReader client.Reader
 	recorder  events.EventRecorder
 	clock     clock.PassiveClock
-	cfg       Config
+	cfg       plannerconfig.Config
 	settings  forecast.Settings
 	wl        *workloads
 
@@ -137,7 +138,7 @@ type jobState struct {
 	minImprovementErr string
 }
 
-func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg Config, s forecast.Settings) *TrainJobReconciler {
+func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
 		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
@@ -938,14 +939,18 @@ func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, fore
 	if st.obj == nil {
 		return nil
 	}
-	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(st.work)) {
+	want := *st.work.DeepCopy()
+	if !st.decision.IsZero() {
+		setDecisionFields(&want, &st.decision)
+	}
+	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(want)) {
 		return nil
 	}
 	hist, err := st.hist.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	status := *st.work.DeepCopy()
+	status := want
 	status.Revision = st.obj.Status.Revision + 1
 	status.History = &runtime.RawExtension{Raw: hist}
 	if !st.decision.IsZero() {
@@ -998,5 +1003,6 @@ func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastS
 	c.LastObservedTime, c.LastReportTime = nil, nil
 	c.ObservedStatusHash = ""
 	c.Rejections, c.LastRejection = nil, ""
+	c.DecidedTime = nil // changes with every decision, like the observation times
 	return c
 }

@@ -363,3 +363,12 @@ func WriteHistoryFile(w io.Writer, f *HistoryFile) error {
 	}
 	return bw.Flush()
 }
+
+// CutEps is the tolerance of the one cut rule: a report at t belongs to
+// a history as of at when t <= at + CutEps (the corpus's baseline uses the
+// same). planner forecast, report and backtest all cut this way.
+const CutEps = 1e-9
+
+// AtOrBefore is the cut rule: whether a report at t is part of the
+// history as of at.
+func AtOrBefore(t, at float64) bool { return t <= at+CutEps }

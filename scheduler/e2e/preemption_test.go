@@ -267,6 +267,7 @@ func createForecast(ctx context.Context, t *testing.T, c client.Client, ns, job 
 	}
 	pf.Status = v1alpha1.ProgressForecastStatus{Verdict: string(v), Mode: string(preempt.ModeEnforce), Reason: d.Reason,
 		LastReportTime: ptr.To(metav1.NewTime(report)), Decision: &runtime.RawExtension{Raw: raw}}
+	pf.Status.SetDecision(d.At, d.VerdictSince, d.StalledSince, d.ProtectedUntil)
 	if err := c.Status().Update(ctx, pf); err != nil {
 		t.Fatal(err)
 	}

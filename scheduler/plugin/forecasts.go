@@ -1,9 +1,7 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
@@ -31,39 +29,41 @@ type JobForecast struct {
 	LastReport time.Time
 }
 
-// FromProgressForecast decodes pf. A missing or undecodable decision is an
-// error: the caller then treats the job as untracked.
+// FromProgressForecast reads pf's typed decision fields (never the
+// decision blob, whose layout is the planner's internal state). A
+// ProgressForecast without them (no decision yet, or written by a planner
+// older than the typed fields) or with a version this plugin does not
+// know is an error: the caller then treats the job as untracked, the
+// default kube-scheduler behaviour, rather than guess (docs/
+// scheduler-plugin.md, "Versions").
 func FromProgressForecast(pf *v1alpha1.ProgressForecast) (JobForecast, error) {
-	jf := JobForecast{Namespace: pf.Namespace, Name: pf.Name, Verdict: preempt.Verdict(pf.Status.Verdict)}
-	if pf.Status.LastReportTime != nil {
-		jf.LastReport = pf.Status.LastReportTime.Time
+	st := &pf.Status
+	jf := JobForecast{Namespace: pf.Namespace, Name: pf.Name, Verdict: preempt.Verdict(st.Verdict)}
+	if st.LastReportTime != nil {
+		jf.LastReport = st.LastReportTime.Time
 	}
-	if pf.Status.Decision == nil || len(pf.Status.Decision.Raw) == 0 {
-		return jf, fmt.Errorf("progressforecast %s/%s has no decision yet", pf.Namespace, pf.Name)
+	switch {
+	case st.DecisionVersion == 0 || st.DecidedTime == nil:
+		return jf, fmt.Errorf("progressforecast %s/%s has no typed decision (none yet, or a planner older than decision version %d)",
+			pf.Namespace, pf.Name, v1alpha1.DecisionVersion)
+	case st.DecisionVersion > v1alpha1.DecisionVersion:
+		return jf, fmt.Errorf("progressforecast %s/%s has decision version %d, this planner-scheduler knows %d: upgrade planner-scheduler",
+			pf.Namespace, pf.Name, st.DecisionVersion, v1alpha1.DecisionVersion)
 	}
-	var d preempt.Decision
-	if err := json.Unmarshal(pf.Status.Decision.Raw, &d); err != nil {
-		return jf, fmt.Errorf("decoding the decision of progressforecast %s/%s: %w", pf.Namespace, pf.Name, err)
+	// status.mode is the policy's mode, or "advise-only" when the policy
+	// enforces but the planner does not write the Workload: the policy's
+	// decision still stands for the scheduler.
+	jf.Mode = preempt.ModeEnforce
+	if st.Mode == string(preempt.ModeAdvise) {
+		jf.Mode = preempt.ModeAdvise
+	} else {
+		jf.Boost = st.AdvisedBoost
 	}
-	if d.Verdict != "" {
-		jf.Verdict = d.Verdict
-	}
-	jf.Mode, jf.Boost = d.Mode, d.Boost
-	jf.DecidedAt = fromUnix(d.At)
-	if d.ProtectedUntil != nil {
-		jf.ProtectedUntil = fromUnix(*d.ProtectedUntil)
+	jf.DecidedAt = st.DecidedTime.Time
+	if st.ProtectedUntil != nil {
+		jf.ProtectedUntil = st.ProtectedUntil.Time
 	}
 	return jf, nil
-}
-
-// fromUnix converts the policy's time base (Unix seconds) to a time; a
-// non-finite value is the zero time.
-func fromUnix(sec float64) time.Time {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return time.Time{}
-	}
-	s, frac := math.Modf(sec)
-	return time.Unix(int64(s), int64(frac*1e9))
 }
 
 // Tracked reports whether the plugin acts on the job at all.

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +15,10 @@ import (
 
 func TestFromProgressForecast(t *testing.T) {
 	until := float64(now.Add(time.Hour).Unix())
-	raw, err := json.Marshal(preempt.Decision{At: float64(now.Unix()), Verdict: preempt.NearDone, Mode: preempt.ModeEnforce, Boost: 200, ProtectedUntil: &until})
-	if err != nil {
-		t.Fatal(err)
-	}
 	report := metav1.NewTime(now.Add(-3 * time.Minute))
 	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"},
-		Status: v1alpha1.ProgressForecastStatus{Verdict: "NearDone", LastReportTime: &report, Decision: &runtime.RawExtension{Raw: raw}}}
+		Status: v1alpha1.ProgressForecastStatus{Verdict: "NearDone", Mode: "enforce", AdvisedBoost: 200, LastReportTime: &report}}
+	pf.Status.SetDecision(float64(now.Unix()), float64(now.Unix()), nil, &until)
 	jf, err := FromProgressForecast(pf)
 	if err != nil {
 		t.Fatal(err)
@@ -34,14 +32,47 @@ func TestFromProgressForecast(t *testing.T) {
 	if jf.EffectiveBoost(now.Add(29*time.Minute), 30*time.Minute) != 200 || jf.EffectiveBoost(now.Add(31*time.Minute), 30*time.Minute) != 0 {
 		t.Error("the boost should count while the decision is fresh, and only then")
 	}
-
-	pf.Status.Decision = nil
-	if _, err := FromProgressForecast(pf); err == nil {
-		t.Error("no decision: want an error (the job is then untracked)")
+	// advise-only: the policy enforces, the planner does not write; the
+	// decision still stands for the scheduler.
+	pf.Status.Mode = "advise-only"
+	if jf, err := FromProgressForecast(pf); err != nil || !jf.Tracked() || jf.Boost != 200 {
+		t.Errorf("advise-only: %+v, %v", jf, err)
 	}
-	pf.Status.Decision = &runtime.RawExtension{Raw: []byte(`{"at":"soon"}`)}
-	if _, err := FromProgressForecast(pf); err == nil {
-		t.Error("undecodable decision: want an error")
+	pf.Status.Mode = "advise"
+	if jf, err := FromProgressForecast(pf); err != nil || jf.Tracked() || jf.Boost != 0 {
+		t.Errorf("advise: %+v, %v (want untracked, boost 0)", jf, err)
+	}
+	// The blob is never read: a forged or unknown one changes nothing.
+	pf.Status.Mode = "enforce"
+	pf.Status.Decision = &runtime.RawExtension{Raw: []byte(`{"at":"soon","boost":2000000000}`)}
+	if jf2, err := FromProgressForecast(pf); err != nil || jf2 != jf {
+		t.Errorf("with a garbage blob: %+v, %v; want %+v", jf2, err, jf)
+	}
+}
+
+// TestDecisionVersions: the plugin reads the decision version it knows;
+// a ProgressForecast from a planner older than the typed fields, or newer
+// than this plugin, makes the job untracked (the default scheduler's
+// behaviour), with an error that says which to upgrade.
+func TestDecisionVersions(t *testing.T) {
+	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"},
+		Status: v1alpha1.ProgressForecastStatus{Verdict: "Plateaued", Mode: "enforce", AdvisedBoost: -100}}
+	// An older planner wrote only the blob.
+	raw, err := json.Marshal(preempt.Decision{At: float64(now.Unix()), Verdict: preempt.Plateaued, Mode: preempt.ModeEnforce, Boost: -100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.Status.Decision = &runtime.RawExtension{Raw: raw}
+	if _, err := FromProgressForecast(pf); err == nil || !strings.Contains(err.Error(), "no typed decision") {
+		t.Errorf("blob only: %v, want an error naming the missing typed decision", err)
+	}
+	pf.Status.SetDecision(float64(now.Unix()), float64(now.Unix()), nil, nil)
+	if jf, err := FromProgressForecast(pf); err != nil || jf.Boost != -100 || !jf.Tracked() {
+		t.Errorf("version %d: %+v, %v", v1alpha1.DecisionVersion, jf, err)
+	}
+	pf.Status.DecisionVersion = v1alpha1.DecisionVersion + 1
+	if _, err := FromProgressForecast(pf); err == nil || !strings.Contains(err.Error(), "upgrade planner-scheduler") {
+		t.Errorf("a newer version: %v, want an error asking to upgrade planner-scheduler", err)
 	}
 }
 

@@ -29,6 +29,8 @@ func TestInformerTransform(t *testing.T) {
 		}
 		if decision != nil {
 			pf.Status.Decision = &runtime.RawExtension{Raw: decision}
+			pf.Status.Verdict, pf.Status.Mode, pf.Status.AdvisedBoost = string(preempt.Plateaued), string(preempt.ModeEnforce), -100
+			pf.Status.SetDecision(float64(now.Unix()), float64(now.Unix()), nil, nil)
 		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pf)
 		if err != nil {

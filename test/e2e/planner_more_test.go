@@ -38,6 +38,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -50,7 +51,7 @@ import (
 // test ends), waiting up to startTimeout for its controller to start, and
 // returns a client that knows the planner's types (as the administrator)
 // and an idempotent stop.
-func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg kueueext.Config,
+func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg plannerconfig.Config,
 	startTimeout time.Duration) (client.Client, func()) {
 	t.Helper()
 	mgr, err := kueueext.NewManager(rc, cfg)
@@ -671,7 +672,7 @@ func TestPlannerShippedManifests(t *testing.T) {
 		t.Fatalf("ProgressForecast CRD not served: %v", err)
 	}
 
-	cfg, err := kueueext.ParseConfig([]byte(cm.Data["config.yaml"]))
+	cfg, err := plannerconfig.ParseConfig([]byte(cm.Data["config.yaml"]))
 	if err != nil {
 		t.Fatalf("shipped config: %v", err)
 	}

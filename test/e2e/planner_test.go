@@ -23,8 +23,10 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
+	statusreplay "github.com/progress-planner/planner/pkg/replay"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -54,8 +56,8 @@ func plannerEnv(t *testing.T) *framework.Env {
 
 // testConfig is the default config with fast intervals and a policy without
 // minimum age and dwell (see the file comment).
-func testConfig() kueueext.Config {
-	c := kueueext.DefaultConfig()
+func testConfig() plannerconfig.Config {
+	c := plannerconfig.DefaultConfig()
 	c.LeaderElection.Enabled = false
 	c.Metrics.BindAddress = "0"
 	c.Health.BindAddress = "0"
@@ -70,7 +72,7 @@ func testConfig() kueueext.Config {
 
 // startPlanner runs the planner's manager (as `planner run` builds it) until
 // the test ends and returns a client that knows the planner's types.
-func startPlanner(ctx context.Context, t *testing.T, env *framework.Env, cfg kueueext.Config) client.Client {
+func startPlanner(ctx context.Context, t *testing.T, env *framework.Env, cfg plannerconfig.Config) client.Client {
 	t.Helper()
 	c, _ := runPlanner(ctx, t, env.Config, env.Config, cfg, 30*time.Second)
 	return c
@@ -102,7 +104,7 @@ func replayAt(ctx context.Context, c client.Client, tj *kftrainer.TrainJob, repo
 	done := make(chan error, 1)
 	key := client.ObjectKeyFromObject(tj)
 	go func() {
-		_, err := kueueext.Replay(ctx, c, key, reports, kueueext.ReplayOptions{
+		_, err := statusreplay.Run(ctx, c, key, reports, statusreplay.Options{
 			Speed: speed,
 			OnReport: func(i int, _ progress.FileReport, werr error) error {
 				if werr != nil {

@@ -41,6 +41,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/progress"
+	statusreplay "github.com/progress-planner/planner/pkg/replay"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -406,7 +407,7 @@ policy:
 				}
 				r := scaleReport(k)
 				sent := time.Now()
-				n, err := kueueext.Replay(driveCtx, dc, key, []progress.FileReport{r}, kueueext.ReplayOptions{})
+				n, err := statusreplay.Run(driveCtx, dc, key, []progress.FileReport{r}, statusreplay.Options{})
 				ack := time.Now()
 				if err != nil || n != 1 {
 					if driveCtx.Err() == nil {

@@ -1,4 +1,4 @@
-package kueueext
+package plannerconfig
 
 import (
 	"errors"

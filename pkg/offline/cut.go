@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"errors"
@@ -10,11 +10,8 @@ import (
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
-// cutEps is the tolerance of "t <= at" (the same as the backtest's).
-const cutEps = 1e-9
-
-// forecastCut is the instant the forecast is made for.
-type forecastCut struct {
+// Cut is the instant the forecast is made for.
+type Cut struct {
 	At float64
 	// Basis: "last-report" (default), "at" (--at), "fraction-of-end"
 	// (--at-fraction × outcome.endSeconds) or "fraction-of-last-report"
@@ -22,32 +19,33 @@ type forecastCut struct {
 	Basis string
 }
 
-// cutSpec is how the flags choose the cut: --at, --at-fraction, or
+// CutSpec is how the flags choose the cut: --at, --at-fraction, or
 // neither (the last report).
-type cutSpec struct {
-	at, frac       float64
-	atSet, fracSet bool
+type CutSpec struct {
+	At, Frac       float64
+	AtSet, FracSet bool
 }
 
-// historyCut is a history file read up to its cut: the header, the
+// HistoryCut is a history file read up to its cut: the header, the
 // bounded History of the reports with t <= Cut.At, the report lines that
 // was and the first one's t.
-type historyCut struct {
+type HistoryCut struct {
 	Header progress.FileHeader
-	Cut    forecastCut
+	Cut    Cut
 	H      *progress.History
 	Read   int
 	First  float64
 }
 
-func newHistoryCut(h progress.FileHeader, cut forecastCut) *historyCut {
-	return &historyCut{Header: h, Cut: cut, H: progress.NewHistory(progress.DefaultLimits())}
+// NewHistoryCut starts an empty cut of a file with header h.
+func NewHistoryCut(h progress.FileHeader, cut Cut) *HistoryCut {
+	return &HistoryCut{Header: h, Cut: cut, H: progress.NewHistory(progress.DefaultLimits())}
 }
 
-// add observes r; false once r is past the cut (reports come in time
+// Add observes r; false once r is past the cut (reports come in time
 // order, HistoryReader checks it, so nothing after it is needed).
-func (c *historyCut) add(r progress.FileReport) bool {
-	if r.T > c.Cut.At+cutEps {
+func (c *HistoryCut) Add(r progress.FileReport) bool {
+	if !progress.AtOrBefore(r.T, c.Cut.At) {
 		return false
 	}
 	if c.Read == 0 {
@@ -58,17 +56,17 @@ func (c *historyCut) add(r progress.FileReport) bool {
 	return true
 }
 
-// loadHistory streams a history file (standard input for "-") into a
-// historyCut: memory is the bounded History and one line, whatever the
+// Load streams a history file (standard input for "-") into a
+// HistoryCut: memory is the bounded History and one line, whatever the
 // file's size (docs/limits.md). Only --at-fraction on a file without
 // outcome.endSeconds reads it twice (the last report's t first); standard
 // input is then spooled to a temporary file. Errors name the file (or
 // "stdin") and the line; a file without reports is an error.
-func loadHistory(path string, stdin io.Reader, spec cutSpec) (*historyCut, error) {
+func Load(path string, stdin io.Reader, spec CutSpec) (*HistoryCut, error) {
 	name := path
 	if path == "-" {
 		name = "stdin"
-		if spec.fracSet {
+		if spec.FracSet {
 			tmp, err := spool(stdin)
 			if err != nil {
 				return nil, fmt.Errorf("stdin: %w", err)
@@ -100,7 +98,7 @@ func loadHistory(path string, stdin io.Reader, spec cutSpec) (*historyCut, error
 
 var errNoReports = &progress.LineError{Line: 2, Err: errors.New("no status reports after the header")}
 
-func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, error) {
+func streamCut(open func() (io.ReadCloser, error), spec CutSpec) (*HistoryCut, error) {
 	rc, err := open()
 	if err != nil {
 		return nil, err
@@ -110,13 +108,13 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 	if err != nil {
 		return nil, err
 	}
-	cut := forecastCut{At: math.Inf(1), Basis: "last-report"}
+	cut := Cut{At: math.Inf(1), Basis: "last-report"}
 	switch o := hr.Header.Outcome; {
-	case spec.atSet:
-		cut = forecastCut{At: spec.at, Basis: "at"}
-	case spec.fracSet && o != nil && o.EndSeconds > 0 && !math.IsInf(o.EndSeconds, 0):
-		cut = forecastCut{At: spec.frac * o.EndSeconds, Basis: "fraction-of-end"}
-	case spec.fracSet:
+	case spec.AtSet:
+		cut = Cut{At: spec.At, Basis: "at"}
+	case spec.FracSet && o != nil && o.EndSeconds > 0 && !math.IsInf(o.EndSeconds, 0):
+		cut = Cut{At: spec.Frac * o.EndSeconds, Basis: "fraction-of-end"}
+	case spec.FracSet:
 		last, err := lastReportT(hr)
 		if err != nil {
 			return nil, err
@@ -128,9 +126,9 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 		if hr, err = progress.NewHistoryReader(rc); err != nil {
 			return nil, err
 		}
-		cut = forecastCut{At: spec.frac * last, Basis: "fraction-of-last-report"}
+		cut = Cut{At: spec.Frac * last, Basis: "fraction-of-last-report"}
 	}
-	c := newHistoryCut(hr.Header, cut)
+	c := NewHistoryCut(hr.Header, cut)
 	seen, last := false, 0.0
 	for {
 		r, err := hr.Next()
@@ -141,7 +139,7 @@ func streamCut(open func() (io.ReadCloser, error), spec cutSpec) (*historyCut, e
 			return nil, err
 		}
 		seen, last = true, r.T
-		if !c.add(r) {
+		if !c.Add(r) {
 			break
 		}
 	}

@@ -1,4 +1,9 @@
-package kueueext
+// Package replay writes a recorded history into a TrainJob's
+// status.trainerStatus the way the Kubeflow Trainer status server does: a
+// demo and test tool (`planner replay`, the e2e suites). It lives outside
+// the controller's package because it writes TrainJob status, which the
+// controller's RBAC must never allow.
+package replay
 
 import (
 	"context"
@@ -14,11 +19,12 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	trainerac "github.com/kubeflow/trainer/v2/pkg/client/applyconfiguration/trainer/v1alpha1"
 
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
-// ReplayOptions configure Replay.
-type ReplayOptions struct {
+// Options configure Run.
+type Options struct {
 	// Speed divides the time between reports (2: twice as fast as
 	// recorded); 0 writes them back to back.
 	Speed float64
@@ -31,10 +37,10 @@ type ReplayOptions struct {
 	OnReport func(i int, r progress.FileReport, err error) error
 }
 
-// ErrReplayStopped wraps the error OnReport returned.
-var ErrReplayStopped = errors.New("replay stopped")
+// ErrStopped wraps the error OnReport returned.
+var ErrStopped = errors.New("replay stopped")
 
-// Replay writes reports into the TrainJob's status.trainerStatus the way
+// Run writes reports into the TrainJob's status.trainerStatus the way
 // the Trainer status server does: server-side apply on the status
 // subresource with field manager "trainer-status" and forced ownership,
 // progress and ETA as integers, lastUpdatedTime from the writer's clock.
@@ -43,7 +49,7 @@ var ErrReplayStopped = errors.New("replay stopped")
 // the status server answers it with 422 and the job carries on; a missing
 // TrainJob, or any other error, stops the replay. It returns the number
 // of reports written.
-func Replay(ctx context.Context, c client.Client, key types.NamespacedName, reports []progress.FileReport, opts ReplayOptions) (int, error) {
+func Run(ctx context.Context, c client.Client, key types.NamespacedName, reports []progress.FileReport, opts Options) (int, error) {
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -67,8 +73,8 @@ func Replay(ctx context.Context, c client.Client, key types.NamespacedName, repo
 		if err := ctx.Err(); err != nil {
 			return written, err
 		}
-		ts := FromForecastStatus(r.TrainerStatus, clk.Now())
-		err := c.Status().Apply(ctx, trainJobStatusApply(key, &ts), client.ForceOwnership, client.FieldOwner(StatusFieldManager))
+		ts := kueueext.FromForecastStatus(r.TrainerStatus, clk.Now())
+		err := c.Status().Apply(ctx, trainJobStatusApply(key, &ts), client.ForceOwnership, client.FieldOwner(kueueext.StatusFieldManager))
 		switch {
 		case err == nil:
 			written++
@@ -81,7 +87,7 @@ func Replay(ctx context.Context, c client.Client, key types.NamespacedName, repo
 		}
 		if opts.OnReport != nil {
 			if cbErr := opts.OnReport(i, r, err); cbErr != nil {
-				return written, fmt.Errorf("%w: %w", ErrReplayStopped, cbErr)
+				return written, fmt.Errorf("%w: %w", ErrStopped, cbErr)
 			}
 		}
 	}

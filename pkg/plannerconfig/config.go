@@ -1,4 +1,8 @@
-package kueueext
+// Package plannerconfig is the controller's component config file
+// (PlannerConfiguration, `planner run --config FILE`): its schema,
+// documented defaults, strict parsing and validation. It knows nothing of
+// the reconciler that reads it.
+package plannerconfig
 
 import (
 	"encoding/json"
@@ -29,6 +33,10 @@ const (
 // DefaultLeaderElectionNamespace is used when leaderElection.namespace is
 // empty and the POD_NAMESPACE environment variable is not set.
 const DefaultLeaderElectionNamespace = "progress-planner-system"
+
+// MaxMinImprovement bounds the meaningful improvement a config or a job
+// may ask for: beyond half the metric's value no job would ever plateau.
+const MaxMinImprovement = 0.5
 
 // ErrInvalidConfig is wrapped by every error ParseConfig returns for a
 // config file that parses but breaks a rule.

@@ -1,0 +1,301 @@
+// Package clustersnap turns a live cluster's state, as pkg/clusterview
+// reads it (read-only), into a simulator scenario: `planner simulate
+// --from-cluster` simulates forward from now, and --export-scenario writes
+// the snapshot as scenario YAML to re-run and share offline.
+//
+// Time 0 is the snapshot. The mapping, and what it leaves out:
+//
+//   - ClusterQueues: the GPU quota over all flavors (one resource: GPUs),
+//     the cohort, the GPU borrowing limit, withinClusterQueue preemption
+//     (LowerOrNewerEqualPriority is simulated as LowerPriority, noted);
+//     reclaimWithinCohort, borrowWithinCohort, fair sharing and lending
+//     limits are not simulated (docs/simulator.md, "What is not modelled").
+//   - LocalQueues: recorded; a job names the ClusterQueue it feeds.
+//   - Workloads, neither finished nor deactivated: admitted ones arrive at
+//     0 (admitted first), pending ones at 1 s in creation order, so the
+//     simulator's first pass starts from the cluster's admitted set and
+//     its queue order. Resources are GPUs; the priority is the base
+//     priority (a boost is the planner's to recompute). An admitted job's
+//     run time is what its forecast's ETA leaves (the running time so far
+//     is gone from the simulation); a job without a known ETA gets the
+//     default duration, and is counted in a note.
+//   - A tracked job whose forecast says it has plateaued continues on a
+//     curve whose plateau starts at once; otherwise on one that improves
+//     to its end. The stored history itself is not replayed into the
+//     simulated job's history (its forecast restarts from new reports).
+package clustersnap
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/report"
+	"github.com/progress-planner/planner/simulator"
+)
+
+// Options of the conversion.
+type Options struct {
+	// GPUResource is the resource counted as GPUs (nvidia.com/gpu).
+	GPUResource corev1.ResourceName
+	// Now is the snapshot's instant (time 0).
+	Now time.Time
+	// DefaultDuration is the run time, in seconds, of a job without a
+	// known ETA.
+	DefaultDuration float64
+	// Horizon, when positive, is how far ahead new jobs arrive: the
+	// arrivals of the last Horizon seconds repeat (repeatArrivals), or,
+	// with Arrivals, the trace's first Horizon seconds.
+	Horizon float64
+	// Arrivals, when set, are the new jobs instead of the repeated ones
+	// (--arrivals FILE): a trace job goes to the ClusterQueue its group
+	// names, else to ArrivalsQueue.
+	Arrivals      *simulator.Trace
+	ArrivalsQueue string
+}
+
+// plateauedNow: a curve whose plateau starts right after the snapshot
+// (SimpleCurve's onset as a share of the remaining run).
+const plateauedNow = 0.02
+
+// Scenario builds the scenario of snapshot s. The notes say what was
+// approximated or skipped, job by job counts.
+func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string, error) {
+	gpu := o.GPUResource
+	if gpu == "" {
+		gpu = "nvidia.com/gpu"
+	}
+	if !(o.DefaultDuration > 0) {
+		return nil, nil, fmt.Errorf("clustersnap: the default duration must be > 0")
+	}
+	sc := &simulator.Scenario{
+		Name:        "cluster",
+		Description: "snapshot of the cluster at " + o.Now.UTC().Format(time.RFC3339) + "; time 0 is the snapshot",
+	}
+	var notes []string
+	known := map[string]bool{}
+	for i := range s.ClusterQueues {
+		q, note := queueOf(&s.ClusterQueues[i], gpu)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		sc.Queues = append(sc.Queues, q)
+		known[q.Name] = true
+	}
+	for _, lq := range s.LocalQueues {
+		sc.LocalQueues = append(sc.LocalQueues, simulator.LocalQueue{Namespace: lq.Namespace, Name: lq.Name, ClusterQueue: string(lq.Spec.ClusterQueue)})
+	}
+	viewOf, forecastFor := s.ViewOf(gpu), s.ForecastIndex()
+	type pendingJob struct {
+		spec    simulator.JobSpec
+		created time.Time
+		key     string
+	}
+	var running, pending []pendingJob
+	var noETA, noGPU, noQueue, inactive int
+	for i := range s.Workloads {
+		wl := &s.Workloads[i]
+		v := viewOf(wl)
+		switch {
+		case v.State == report.Finished:
+			continue
+		case v.State == report.Inactive:
+			inactive++
+			continue
+		case v.GPUs == 0:
+			noGPU++
+			continue
+		case !known[v.ClusterQueue]:
+			noQueue++
+			continue
+		}
+		name := v.Name
+		if v.Job != "" {
+			name = v.Job
+		}
+		js := simulator.JobSpec{Name: v.Namespace + "/" + name, Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
+			Duration: simulator.Seconds(o.DefaultDuration)}
+		if pf := forecastFor(wl); pf != nil {
+			fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
+			if err != nil {
+				notes = append(notes, err.Error())
+			}
+			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
+				js.Duration = simulator.Seconds(math.Max(1, math.Round(fc.ETA.Value)))
+			} else {
+				noETA++
+			}
+			if fc != nil && fc.Plateaued {
+				js.PlateauAt = plateauedNow
+			}
+		} else {
+			noETA++
+		}
+		pj := pendingJob{spec: js, created: v.CreatedAt, key: v.Namespace + "/" + v.Name}
+		if v.State == report.Running {
+			running = append(running, pj)
+		} else {
+			pending = append(pending, pj)
+		}
+	}
+	// Kueue's queue order after priority: creation time, then name.
+	for _, l := range [][]pendingJob{running, pending} {
+		sort.SliceStable(l, func(a, b int) bool {
+			if !l[a].created.Equal(l[b].created) {
+				return l[a].created.Before(l[b].created)
+			}
+			return l[a].key < l[b].key
+		})
+	}
+	for _, j := range running {
+		sc.Jobs = append(sc.Jobs, j.spec)
+	}
+	for _, j := range pending {
+		j.spec.Arrival = 1
+		sc.Jobs = append(sc.Jobs, j.spec)
+	}
+	switch {
+	case o.Arrivals != nil:
+		arr, err := traceArrivals(o, known)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc.Jobs = append(sc.Jobs, arr...)
+		notes = append(notes, fmt.Sprintf("arrivals: %d jobs of the trace's first %s arrive from 1 s on", len(arr), simulator.Seconds(o.Horizon)))
+	case o.Horizon > 0:
+		rep := repeatArrivals(s, o, viewOf, known)
+		sc.Jobs = append(sc.Jobs, rep...)
+		notes = append(notes, fmt.Sprintf("arrivals: the %d Workloads created in the %s before the snapshot arrive again, as far apart, over the next %s", len(rep), simulator.Seconds(o.Horizon), simulator.Seconds(o.Horizon)))
+	}
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{noETA, fmt.Sprintf("without a known ETA: run time %s (--default-duration)", simulator.Seconds(o.DefaultDuration))},
+		{noGPU, "requesting no " + string(gpu) + ": left out"},
+		{noQueue, "in no known ClusterQueue: left out"},
+		{inactive, "deactivated: left out"},
+	} {
+		if c.n > 0 {
+			notes = append(notes, fmt.Sprintf("%d Workloads %s", c.n, c.what))
+		}
+	}
+	return sc, notes, nil
+}
+
+// queueOf maps a ClusterQueue to a simulator queue.
+func queueOf(cq *kueue.ClusterQueue, gpu corev1.ResourceName) (simulator.Queue, string) {
+	q := simulator.Queue{Name: cq.Name, GPUs: clusterview.QuotaGPUs(cq, gpu), Cohort: string(cq.Spec.CohortName)}
+	limited, limit := false, 0
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				if r.Name != gpu {
+					continue
+				}
+				if r.BorrowingLimit == nil {
+					// One flavor without a limit lets the queue borrow
+					// without one.
+					return withPreemption(q, cq)
+				}
+				limited = true
+				limit = report.ClampGPUs(int64(limit) + int64(report.ClampGPUs(r.BorrowingLimit.Value())))
+			}
+		}
+	}
+	if limited && q.Cohort != "" {
+		q.BorrowingLimit = &limit
+	}
+	return withPreemption(q, cq)
+}
+
+func withPreemption(q simulator.Queue, cq *kueue.ClusterQueue) (simulator.Queue, string) {
+	// Kueue's default is Never (the simulator's is LowerPriority).
+	p := cq.Spec.Preemption
+	if p == nil || p.WithinClusterQueue == "" || p.WithinClusterQueue == kueue.PreemptionPolicyNever {
+		q.WithinClusterQueue = simulator.PreemptNever
+		return q, ""
+	}
+	switch p.WithinClusterQueue {
+	case kueue.PreemptionPolicyLowerPriority:
+		q.WithinClusterQueue = simulator.PreemptLowerPriority
+	default:
+		q.WithinClusterQueue = simulator.PreemptLowerPriority
+		return q, fmt.Sprintf("ClusterQueue %s: withinClusterQueue %s simulated as LowerPriority", cq.Name, p.WithinClusterQueue)
+	}
+	return q, ""
+}
+
+// repeatArrivals: every Workload created in [now−Horizon, now), finished
+// ones included, arrives again at its creation time + Horizon, with its
+// GPUs, ClusterQueue and priority; its run time is its last run's
+// (admission to finish) when it finished, else the default.
+func repeatArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workload) report.WorkloadView, known map[string]bool) []simulator.JobSpec {
+	var out []simulator.JobSpec
+	from := o.Now.Add(-time.Duration(o.Horizon * float64(time.Second)))
+	for i := range s.Workloads {
+		wl := &s.Workloads[i]
+		v := viewOf(wl)
+		if v.CreatedAt.Before(from) || !v.CreatedAt.Before(o.Now) || v.GPUs == 0 || !known[v.ClusterQueue] {
+			continue
+		}
+		d := o.DefaultDuration
+		if run := lastRun(wl); run > 0 {
+			d = run
+		}
+		out = append(out, simulator.JobSpec{Name: fmt.Sprintf("next/%s/%s", v.Namespace, v.Name), Queue: v.ClusterQueue, GPUs: v.GPUs,
+			Priority: v.BasePriority, Duration: simulator.Seconds(d), Arrival: simulator.Seconds(math.Max(1, v.CreatedAt.Sub(from).Seconds()))})
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Arrival < out[b].Arrival })
+	return out
+}
+
+// lastRun is a finished Workload's time from its last quota reservation
+// to its finish, in seconds (0 when not both known).
+func lastRun(wl *kueue.Workload) float64 {
+	var start, end time.Time
+	for _, c := range wl.Status.Conditions {
+		switch c.Type {
+		case kueue.WorkloadQuotaReserved:
+			start = c.LastTransitionTime.Time
+		case kueue.WorkloadFinished:
+			if c.Status == "True" {
+				end = c.LastTransitionTime.Time
+			}
+		}
+	}
+	if start.IsZero() || end.IsZero() || !end.After(start) {
+		return 0
+	}
+	return end.Sub(start).Seconds()
+}
+
+// traceArrivals: the jobs of o.Arrivals submitted within o.Horizon of the
+// trace's first (all of them when Horizon is 0), 1 s + their offset after
+// the snapshot, at priority 0.
+func traceArrivals(o Options, known map[string]bool) ([]simulator.JobSpec, error) {
+	if o.ArrivalsQueue != "" && !known[o.ArrivalsQueue] {
+		return nil, fmt.Errorf("arrivals: no ClusterQueue %q", o.ArrivalsQueue)
+	}
+	var out []simulator.JobSpec
+	for _, tj := range o.Arrivals.Jobs {
+		if o.Horizon > 0 && tj.Arrival > o.Horizon {
+			break // jobs are in arrival order
+		}
+		q := tj.Group
+		if !known[q] {
+			if o.ArrivalsQueue == "" {
+				return nil, fmt.Errorf("arrivals: line %d: group %q is no ClusterQueue of the cluster (give --arrivals-queue)", tj.Line, tj.Group)
+			}
+			q = o.ArrivalsQueue
+		}
+		out = append(out, simulator.JobSpec{Name: fmt.Sprintf("arrival/%d/%s", tj.Line, tj.Name), Queue: q, GPUs: tj.GPUs,
+			Duration: simulator.Seconds(tj.Duration), Arrival: simulator.Seconds(1 + tj.Arrival)})
+	}
+	return out, nil
+}

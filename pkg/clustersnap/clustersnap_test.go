@@ -1,0 +1,126 @@
+package clustersnap
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/simulator"
+)
+
+func gpuQueue(name, cohort string, gpus string, borrow *string, within kueue.PreemptionPolicy) kueue.ClusterQueue {
+	rq := kueue.ResourceQuota{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse(gpus)}
+	if borrow != nil {
+		q := resource.MustParse(*borrow)
+		rq.BorrowingLimit = &q
+	}
+	cq := kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{CohortName: kueue.CohortReference(cohort),
+		ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"},
+			Flavors: []kueue.FlavorQuotas{{Name: "f", Resources: []kueue.ResourceQuota{rq}}}}}}}
+	if within != "" {
+		cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: within}
+	}
+	return cq
+}
+
+func workload(name, lq string, gpus string, prio int32, created time.Time, admittedTo string) kueue.Workload {
+	w := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec: kueue.WorkloadSpec{QueueName: kueue.LocalQueueName(lq), Priority: ptr.To(prio), PodSets: []kueue.PodSet{{Name: "node", Count: 2, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}}}}}}}}}
+	if admittedTo != "" {
+		w.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(admittedTo)}
+		w.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "x", LastTransitionTime: metav1.NewTime(created)}}
+	}
+	return w
+}
+
+func TestScenarioFromSnapshot(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	four := "4"
+	s := &clusterview.Snapshot{
+		ClusterQueues: []kueue.ClusterQueue{
+			gpuQueue("a", "pool", "8", &four, kueue.PreemptionPolicyLowerPriority),
+			gpuQueue("b", "pool", "4", nil, ""),
+			gpuQueue("c", "", "2", nil, kueue.PreemptionPolicyLowerOrNewerEqualPriority),
+		},
+		LocalQueues: []kueue.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "lq-a"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "a"}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "lq-b"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "b"}}},
+		Workloads: []kueue.Workload{
+			workload("w-pending-late", "lq-a", "1", 10, now.Add(-time.Minute), ""),
+			workload("w-run", "lq-a", "2", 0, now.Add(-3*time.Hour), "a"),
+			workload("w-pending-early", "lq-b", "2", 100, now.Add(-2*time.Hour), ""),
+			workload("w-cpu", "lq-b", "0", 0, now.Add(-time.Hour), ""),
+			workload("w-old", "lq-b", "1", 0, now.Add(-48*time.Hour), "b"),
+		},
+	}
+	sc, notes, err := Scenario(s, Options{Now: now, DefaultDuration: 1800, Horizon: 4 * 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sc.Queues
+	if len(q) != 3 || q[0].GPUs != 8 || q[0].Cohort != "pool" || q[0].BorrowingLimit == nil || *q[0].BorrowingLimit != 4 || q[0].WithinClusterQueue != simulator.PreemptLowerPriority ||
+		q[1].BorrowingLimit != nil || q[1].WithinClusterQueue != simulator.PreemptNever || q[2].Cohort != "" || q[2].WithinClusterQueue != simulator.PreemptLowerPriority {
+		t.Errorf("queues %+v", q)
+	}
+	if len(sc.LocalQueues) != 2 || sc.LocalQueues[1] != (simulator.LocalQueue{Namespace: "team", Name: "lq-b", ClusterQueue: "b"}) {
+		t.Errorf("local queues %+v", sc.LocalQueues)
+	}
+	var got []string
+	for _, j := range sc.Jobs {
+		got = append(got, j.Name+" "+j.Queue+" "+simulator.Seconds(j.Arrival).String()+" "+simulator.Seconds(j.Duration).String()+" "+
+			strings.Repeat("g", j.GPUs)+" "+string(rune('0'+j.Priority/10)))
+	}
+	want := []string{
+		// admitted first (creation order), then pending in creation order
+		"team/w-old b 0s 30m gg 0", "team/w-run a 0s 30m gggg 0", "team/w-pending-early b 1s 30m gggg :", "team/w-pending-late a 1s 30m gg 1",
+		// the last 4 h again: w-run created 3 h ago arrives in 1 h, etc.
+		"next/team/w-run a 1h 30m gggg 0", "next/team/w-pending-early b 2h 30m gggg :", "next/team/w-pending-late a 3h59m 30m gg 1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("jobs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	all := strings.Join(notes, "\n")
+	for _, w := range []string{"withinClusterQueue LowerOrNewerEqualPriority simulated as LowerPriority", "4 Workloads without a known ETA", "1 Workloads requesting no nvidia.com/gpu"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("notes lack %q:\n%s", w, all)
+		}
+	}
+	// The scenario parses and resolves as written.
+	in, err := sc.Resolve()
+	if err != nil || len(in.Jobs) != 7 {
+		t.Fatalf("resolve: %v", err)
+	}
+}
+
+func TestScenarioArrivalsFromTrace(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := &clusterview.Snapshot{ClusterQueues: []kueue.ClusterQueue{gpuQueue("a", "", "8", nil, ""), gpuQueue("b", "", "8", nil, "")}}
+	tr := &simulator.Trace{Jobs: []simulator.TraceJob{
+		{Line: 2, Name: "x", Arrival: 0, Duration: 600, GPUs: 2, Group: "b"},
+		{Line: 3, Name: "y", Arrival: 1800, Duration: 60, GPUs: 1, Group: "vc-other"},
+		{Line: 4, Name: "z", Arrival: 7200, Duration: 60, GPUs: 1, Group: "a"},
+	}}
+	sc, _, err := Scenario(s, Options{Now: now, DefaultDuration: 3600, Horizon: 3600, Arrivals: tr, ArrivalsQueue: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range sc.Jobs {
+		got = append(got, fmt.Sprintf("%s %s %v %v %d", j.Name, j.Queue, j.Arrival, j.Duration, j.GPUs))
+	}
+	// z arrives after the 1h horizon; y's group is no queue: --arrivals-queue.
+	if want := "arrival/2/x b 1s 10m 2|arrival/3/y a 30m1s 1m 1"; strings.Join(got, "|") != want {
+		t.Errorf("jobs %q, want %q", strings.Join(got, "|"), want)
+	}
+	if _, _, err := Scenario(s, Options{Now: now, DefaultDuration: 3600, Horizon: 3600, Arrivals: tr}); err == nil || !strings.Contains(err.Error(), `group "vc-other"`) {
+		t.Errorf("an unknown group without --arrivals-queue: %v", err)
+	}
+}

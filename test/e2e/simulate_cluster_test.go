@@ -1,0 +1,159 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/simulator"
+	"github.com/progress-planner/planner/test/framework"
+)
+
+// TestSimulateFromCluster: two ClusterQueues with their LocalQueues, two
+// admitted and two pending TrainJobs (one replaying a history, so the
+// planner stores a forecast for it); `planner simulate --from-cluster
+// --export-scenario` (the built binary, through a kubeconfig) captures
+// them, and the exported scenario is compared with the objects read back
+// from the API server.
+func TestSimulateFromCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin := plannerBinary(t)
+	env := plannerEnv(t)
+	kc := writeKubeconfig(t, env.Config)
+	if _, err := env.CreateWorkloadPriorityClass(ctx, "sim-high", 500); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Policy.Mode = preempt.ModeAdvise // boosts stay 0: the admitted set does not move under the test
+	c := startPlanner(ctx, t, env, cfg)
+	const ns = "sim-snap"
+
+	a, _ := runningJob(ctx, t, env, ns, "q-a", "job-a", "") // q-a: 8 GPUs, job-a takes them
+	if _, _, err := env.CreateGPUQueue(ctx, ns, "q-b", 4); err != nil {
+		t.Fatal(err)
+	}
+	wantGPUs := map[string]int{"job-a": 8, "job-b": 4, "job-c": 2, "job-d": 4}
+	tjs := map[string]*kftrainer.TrainJob{"job-a": a}
+	for _, j := range []struct{ name, queue, prio string }{{"job-b", "q-b", "sim-high"}, {"job-c", "q-b", ""}, {"job-d", "q-a", ""}} {
+		tj, err := env.CreateTrainJob(ctx, ns, j.name, j.queue, wantGPUs[j.name], j.prio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tjs[j.name] = tj
+		wl, err := env.WaitForWorkload(ctx, tj, plannerBound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.name == "job-b" {
+			if _, err := env.WaitFor(ctx, wl, plannerBound, func() bool { return framework.WorkloadAdmitted(wl) }); err != nil {
+				t.Fatalf("job-b not admitted: %v", err)
+			}
+		}
+	}
+	done := replay(ctx, t, c, a, prefix(history(t, "synth__inverse-power").Reports, 0.5))
+	if err := <-done; err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	waitPF(ctx, t, c, a, plannerBound, "a stored history", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.History != nil && len(pf.Status.History.Raw) > 0
+	})
+
+	out := filepath.Join(t.TempDir(), "snapshot.yaml")
+	log := runCLI(ctx, t, bin, "simulate", "--from-cluster", "--kubeconfig", kc, "-n", ns, "--export-scenario", out,
+		"--policies", "kueue", "--horizon", "0", "--progress", "off")
+	t.Logf("planner simulate --from-cluster:\n%s", log)
+	sc, err := simulator.LoadScenario(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Queues: as the ClusterQueues say.
+	var cqs kueue.ClusterQueueList
+	if err := env.Client.List(ctx, &cqs); err != nil {
+		t.Fatal(err)
+	}
+	var wantQ, gotQ []string
+	for _, cq := range cqs.Items {
+		rq := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
+		wantQ = append(wantQ, fmt.Sprintf("%s %d cohort=%q %s", cq.Name, rq.NominalQuota.Value(), cq.Spec.CohortName, cq.Spec.Preemption.WithinClusterQueue))
+	}
+	for _, q := range sc.Queues {
+		gotQ = append(gotQ, fmt.Sprintf("%s %d cohort=%q %s", q.Name, q.GPUs, q.Cohort, q.WithinClusterQueue))
+	}
+	compareSorted(t, "queues", gotQ, wantQ)
+
+	// LocalQueues.
+	var lqs kueue.LocalQueueList
+	if err := env.Client.List(ctx, &lqs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var wantL, gotL []string
+	for _, lq := range lqs.Items {
+		wantL = append(wantL, lq.Namespace+"/"+lq.Name+" -> "+string(lq.Spec.ClusterQueue))
+	}
+	for _, lq := range sc.LocalQueues {
+		gotL = append(gotL, lq.Namespace+"/"+lq.Name+" -> "+lq.ClusterQueue)
+	}
+	compareSorted(t, "local queues", gotL, wantL)
+
+	// Jobs: one per TrainJob, with its ClusterQueue, GPUs and priority;
+	// admitted ones at 0, pending ones at 1 s.
+	var wantJ, gotJ []string
+	for name, tj := range tjs {
+		wl, err := env.WorkloadFor(ctx, tj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prio, at := int32(0), "1s"
+		if wl.Spec.Priority != nil {
+			prio = *wl.Spec.Priority
+		}
+		if framework.WorkloadQuotaReserved(wl) {
+			at = "0s"
+		}
+		var lq kueue.LocalQueue
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(wl.Spec.QueueName)}, &lq); err != nil {
+			t.Fatal(err)
+		}
+		wantJ = append(wantJ, fmt.Sprintf("%s/%s %s %d GPUs prio %d at %s", ns, name, lq.Spec.ClusterQueue, wantGPUs[name], prio, at))
+	}
+	var durA simulator.Seconds
+	for _, j := range sc.Jobs {
+		gotJ = append(gotJ, fmt.Sprintf("%s %s %d GPUs prio %d at %s", j.Name, j.Queue, j.GPUs, j.Priority, j.Arrival))
+		if j.Name == ns+"/job-a" {
+			durA = j.Duration
+		}
+	}
+	compareSorted(t, "jobs", gotJ, wantJ)
+	if !strings.Contains(strings.Join(wantJ, "\n"), "prio 500 at 0s") || !strings.Contains(strings.Join(wantJ, "\n"), "at 1s") {
+		t.Errorf("the cluster did not reach the mix of admitted and pending jobs the test needs: %q", wantJ)
+	}
+	// job-a's run time is its forecast's ETA, not the 1h default given to
+	// the jobs without a history.
+	if durA <= 0 || durA == 3600 {
+		t.Errorf("job-a's duration %v: want its forecast's ETA", durA)
+	}
+	t.Logf("exported scenario: %d queues, %d local queues, %d jobs (job-a runs %v more, from its forecast)", len(sc.Queues), len(sc.LocalQueues), len(sc.Jobs), durA)
+}
+
+func compareSorted(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
+	}
+}
