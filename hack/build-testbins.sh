@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the e2e suites run (kube-apiserver
-# and etcd) from the modules pinned in hack/testbin/go.mod, into a cache
+# and etcd) from the modules pinned in a hack/testbin* Go module, into a cache
 # directory, and prints that directory on stdout (messages go to stderr).
 #
+#   K8S              which pinned set (default v1.36.3, the default e2e's):
+#                      v1.36.3  hack/testbin            etcd 3.6.8 (Kueue v0.19 pair)
+#                      v1.35.4  hack/testbin-k8s-v1.35  etcd 3.6.5 (Kueue v0.17 pair)
 #   PLANNER_TESTBIN  cache directory
-#                    (default ~/.cache/progress-planner/testbin/k8s-v1.35.4-etcd-v3.6.5)
+#                    (default ~/.cache/progress-planner/testbin/k8s-<K8S>-etcd-v<etcd>)
 #   GO               go command (default: go)
 #
 # Idempotent: a binary that is already there and reports the pinned version is
 # kept. Nothing is downloaded except Go modules through the module proxy.
 set -euo pipefail
 
-K8S_VERSION=v1.35.4
-K8S_MAJOR=1
-K8S_MINOR=35
-ETCD_VERSION=3.6.5
+K8S_VERSION="${K8S:-v1.36.3}"
+case "${K8S_VERSION}" in
+v1.36.3) MODSUBDIR=testbin ETCD_VERSION=3.6.8 ;;
+v1.35.4) MODSUBDIR=testbin-k8s-v1.35 ETCD_VERSION=3.6.5 ;;
+*)
+	echo "build-testbins: ERROR: K8S=${K8S_VERSION}: pinned sets are v1.36.3 and v1.35.4 (docs/testing.md, \"Changing versions\")" >&2
+	exit 1
+	;;
+esac
+K8S_MAJOR="$(echo "${K8S_VERSION#v}" | cut -d. -f1)"
+K8S_MINOR="$(echo "${K8S_VERSION#v}" | cut -d. -f2)"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODDIR="${ROOT}/hack/testbin"
+MODDIR="${ROOT}/hack/${MODSUBDIR}"
 GO="${GO:-go}"
 OUT="${PLANNER_TESTBIN:-${HOME}/.cache/progress-planner/testbin/k8s-${K8S_VERSION}-etcd-v${ETCD_VERSION}}"
 
@@ -30,9 +40,9 @@ command -v "${GO}" >/dev/null 2>&1 || die "'${GO}' not found: a Go toolchain is 
 # The pinned versions live in hack/testbin/go.mod; refuse to build something
 # other than what this script labels the directory with.
 grep -qE "^[[:space:]]*k8s.io/kubernetes ${K8S_VERSION}\$" "${MODDIR}/go.mod" ||
-	die "hack/testbin/go.mod does not pin k8s.io/kubernetes ${K8S_VERSION}; update this script with it"
+	die "hack/${MODSUBDIR}/go.mod does not pin k8s.io/kubernetes ${K8S_VERSION}; update this script with it"
 grep -qE "^[[:space:]]*go.etcd.io/etcd/server/v3 v${ETCD_VERSION}\$" "${MODDIR}/go.mod" ||
-	die "hack/testbin/go.mod does not pin go.etcd.io/etcd/server/v3 v${ETCD_VERSION}; update this script with it"
+	die "hack/${MODSUBDIR}/go.mod does not pin go.etcd.io/etcd/server/v3 v${ETCD_VERSION}; update this script with it"
 
 mkdir -p "${OUT}"
 

@@ -56,7 +56,7 @@ var (
 	})
 	metricAdviseOnly = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "planner_advise_only_total",
-		Help: "Times a job went advise-only although the policy enforces, by cause (foreign-owner, no-workload, duplicate-workloads, no-kueue).",
+		Help: "Times a job went advise-only although the policy enforces, by cause (foreign-owner, no-workload, duplicate-workloads, no-kueue, boost-disabled).",
 	}, []string{"cause"})
 	metricReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "planner_reconcile_duration_seconds",
@@ -75,6 +75,14 @@ var (
 		Name: "planner_future_timestamps_total",
 		Help: "Workload condition times later than the planner's clock, clamped to it.",
 	})
+	metricKueueBoostGate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "planner_kueue_priority_boost",
+		Help: "Kueue's PriorityBoost feature gate as the planner last probed it: 1 for the current state (on, off, unknown), 0 for the others. off: the boost annotation has no effect and the planner writes none.",
+	}, []string{"state"})
+	metricKueueInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "planner_kueue_info",
+		Help: "1 for the detected Kueue API generation (v0.17, v0.19+, unknown) and the way the planner wakes waiting Workloads (dip on every generation).",
+	}, []string{"api", "wake"})
 	metricAPIAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "planner_api_available",
 		Help: "1 when the API the planner needs is served (trainjobs, workloads, progressforecasts), else 0.",
@@ -91,7 +99,20 @@ func RegisterMetrics() {
 			metricObservations, metricRejections, metricForecasts, metricFitDuration, metricUpdateToDecision,
 			metricDecisions, metricBoostChanges, metricDeactivations, metricGPUHoursSaved, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
-			metricKueueClockAhead, metricFutureTimes,
+			metricKueueClockAhead, metricFutureTimes, metricKueueBoostGate, metricKueueInfo,
 		)
 	})
+}
+
+// setKueueMetrics publishes the detected Kueue capabilities.
+func setKueueMetrics(g gateState, gen kueueGeneration) {
+	for _, s := range []gateState{gateUnknown, gateOn, gateOff} {
+		v := 0.0
+		if s == g {
+			v = 1
+		}
+		metricKueueBoostGate.WithLabelValues(s.String()).Set(v)
+	}
+	metricKueueInfo.Reset()
+	metricKueueInfo.WithLabelValues(string(gen), string(gen.wakeStyle())).Set(1)
 }

@@ -98,6 +98,8 @@ type fixture struct {
 	rec   *TrainJobReconciler
 	ev    *eventLog
 	cfg   plannerconfig.Config
+	// boostGate is what the PriorityBoost probe reports (gateOn unless a test says otherwise).
+	boostGate gateState
 }
 
 const ns = "team"
@@ -119,7 +121,7 @@ func newFixture(t *testing.T, cfg plannerconfig.Config, objs ...client.Object) *
 		}}).
 		WithReturnManagedFields().
 		WithObjects(objs...).Build()
-	f := &fixture{t: t, c: c, ot: ot, clock: clocktesting.NewFakeClock(t0), ev: &eventLog{}, cfg: cfg}
+	f := &fixture{t: t, c: c, ot: ot, clock: clocktesting.NewFakeClock(t0), ev: &eventLog{}, cfg: cfg, boostGate: gateOn}
 	f.rec = f.newReconciler()
 	return f
 }
@@ -141,7 +143,7 @@ func applyWorkload(ctx context.Context, c client.WithWatch, ot clienttesting.Obj
 	}
 	ao := &client.ApplyOptions{}
 	ao.ApplyOptions(opts)
-	gr := schema.GroupResource{Group: kueue.GroupVersion.Group, Resource: "workloads"}
+	gr := schema.GroupResource{Group: kueue.SchemeGroupVersion.Group, Resource: "workloads"}
 	var wl kueue.Workload
 	if err := c.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, &wl); err != nil {
 		if apierrors.IsNotFound(err) && u.GetUID() != "" {
@@ -188,7 +190,7 @@ func applyWorkload(ctx context.Context, c client.WithWatch, ot clienttesting.Obj
 	return setManagedFields(ot, &wl, kept)
 }
 
-var workloadsGVR = kueue.GroupVersion.WithResource("workloads")
+var workloadsGVR = kueue.SchemeGroupVersion.WithResource("workloads")
 
 // setManagedFields writes managedFields through the tracker (the fake
 // client's Update keeps the stored ones).
@@ -205,6 +207,9 @@ func setManagedFields(ot clienttesting.ObjectTracker, wl *kueue.Workload, entrie
 func (f *fixture) newReconciler() *TrainJobReconciler {
 	r := newTrainJobReconciler(f.c, f.c, f.ev, f.clock, f.cfg, forecast.DefaultSettings())
 	r.SetKueueAvailable(true)
+	// The fake client runs no webhook: a dry run of any annotation passes,
+	// which the real probe reads as PriorityBoost off.
+	r.caps.probe = func(context.Context, *kueue.Workload) (gateState, error) { return f.boostGate, nil }
 	return r
 }
 
@@ -330,9 +335,11 @@ func TestReconcilePlateauYields(t *testing.T) {
 	if !PlannerOwnsBoost(f.workload(wlA.Name).ManagedFields) {
 		t.Error("the planner does not own A's boost annotation")
 	}
-	// B waits in the same ClusterQueue: woken by re-spelling its boost.
+	// B waits in the same ClusterQueue: woken by a dip of its boost (the
+	// Kueue generation is unknown here), restored at once to the same
+	// priority: "0".
 	if got, ok := f.workload(wlB.Name).Annotations[AnnotationPriorityBoost]; !ok || got != "0" {
-		t.Errorf("B's boost annotation %q (set %v), want the nudge value 0", got, ok)
+		t.Errorf("B's boost annotation %q (set %v) after the dip, want 0", got, ok)
 	}
 	if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 2 || !strings.Contains(ev[0].note, "priority boost -100 (was +0)") ||
 		!strings.Contains(ev[0].note, "woke 1 waiting Workload") {
@@ -857,7 +864,7 @@ func TestWakeWaitingIndexed(t *testing.T) {
 		},
 	})
 	w := &workloads{c: c, maxNudges: 2}
-	res, err := w.wakeWaiting(context.Background(), "cq", "")
+	res, err := w.wakeWaiting(context.Background(), "cq", "", wakeRespell)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -871,4 +878,119 @@ func TestWakeWaitingIndexed(t *testing.T) {
 	if len(unindexed) > 0 {
 		t.Errorf("lists without an index: %v", unindexed)
 	}
+}
+
+// Issue 15: the dip lowers a waiting Workload's boost by one and restores
+// it (Kueue v0.19 keeps a Workload whose effective priority did not change
+// among the inadmissible ones); the respelling keeps the value.
+func TestDipValues(t *testing.T) {
+	for _, tc := range []struct {
+		cur          string
+		set          bool
+		dip, restore string
+		ok           bool
+	}{
+		{"", false, "-1", "0", true},
+		{"0", true, "-1", "0", true},
+		{"+50", true, "49", "+50", true},
+		{"-100", true, "-101", "-100", true},
+		{"-2147483648", true, "", "", false},
+		{"x", true, "", "", false},
+	} {
+		dip, restore, ok := dipValues(tc.cur, tc.set)
+		if dip != tc.dip || restore != tc.restore || ok != tc.ok {
+			t.Errorf("dipValues(%q, %v) = %q, %q, %v; want %q, %q, %v", tc.cur, tc.set, dip, restore, ok, tc.dip, tc.restore, tc.ok)
+		}
+	}
+}
+
+// Issue 15: waking by a dip writes value-1 then the old value, per Workload.
+func TestWakeWaitingDip(t *testing.T) {
+	tj := trainJob("x", "x-uid", nil)
+	waiting := workloadFor("waiting", tj, false)
+	waiting.Spec.QueueName = "lq"
+	waiting.Annotations = map[string]string{AnnotationPriorityBoost: "+50"}
+	f := newFixture(t, testConfig(), &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}, waiting)
+	var written []string
+	c := interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			u := obj.(interface{ GetAnnotations() map[string]string })
+			v, ok := u.GetAnnotations()[AnnotationPriorityBoost]
+			if !ok {
+				v = "<absent>"
+			}
+			written = append(written, v)
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	w := &workloads{c: c, maxNudges: 5}
+	res, err := w.wakeWaiting(context.Background(), "cq", "", wakeDip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{ns + "/waiting"}; !slices.Equal(res.Nudged, want) {
+		t.Errorf("nudged %v, want %v", res.Nudged, want)
+	}
+	if want := []string{"49", "+50"}; !slices.Equal(written, want) {
+		t.Errorf("written %v, want the dip then the restore %v", written, want)
+	}
+	if got := f.workload("waiting").Annotations[AnnotationPriorityBoost]; got != "+50" {
+		t.Errorf("boost after the dip %q, want +50 again", got)
+	}
+}
+
+// Issue 15: lowering an admitted Workload that has a WorkloadPriorityClass
+// touches no waiting Workload (Kueue retries them itself), and with
+// PriorityBoost off the planner writes nothing and says so.
+func TestReconcileWakeAndBoostGate(t *testing.T) {
+	setup := func(t *testing.T, gate gateState, wpc bool) (*fixture, *kueue.Workload, *kueue.Workload) {
+		a := trainJob("a", "a-uid", nil)
+		b := trainJob("b", "b-uid", nil)
+		wlA := workloadFor("trainjob-a-00001", a, true)
+		wlB := workloadFor("trainjob-b-00002", b, false)
+		if wpc {
+			wlA.Spec.PriorityClassRef = &kueue.PriorityClassRef{Group: kueue.WorkloadPriorityClassGroup, Kind: kueue.WorkloadPriorityClassKind, Name: "training"}
+		}
+		f := newFixture(t, testConfig(), a, b, wlA, wlB, localQueue())
+		f.boostGate = gate
+		hf := exampleHistory(t, "synth__early-plateau")
+		f.replayInto("a", hf.Reports[:len(hf.Reports)*7/10])
+		return f, wlA, wlB
+	}
+	t.Run("WorkloadPriorityClass: no nudge", func(t *testing.T) {
+		f, wlA, wlB := setup(t, gateOn, true)
+		if got := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; got != "-100" {
+			t.Fatalf("A's boost annotation %q, want -100", got)
+		}
+		if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 2 || !strings.Contains(ev[0].note, "Kueue retries the waiting Workloads") {
+			t.Errorf("boost events %+v", ev)
+		}
+		if mf := f.workload(wlB.Name).ManagedFields; PlannerOwnsBoost(mf) {
+			t.Error("the planner touched B's annotation although Kueue wakes it")
+		}
+	})
+	t.Run("PriorityBoost off: advise-only, loud", func(t *testing.T) {
+		f, wlA, _ := setup(t, gateOff, false)
+		if got, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
+			t.Errorf("A's boost annotation %q written with PriorityBoost off", got)
+		}
+		st := f.pf("a").Status
+		c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionEnforcing)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != condReasonBoostDisabled || !strings.Contains(c.Message, "PriorityBoost feature gate is off") {
+			t.Errorf("Enforcing condition %+v", c)
+		}
+		if st.Mode != modeAdviseOnly || st.AdvisedBoost != -100 || st.Boost != 0 {
+			t.Errorf("mode %q advised %d boost %d", st.Mode, st.AdvisedBoost, st.Boost)
+		}
+		if ev := f.ev.byReason(ReasonBoostDisabled); len(ev) != 1 || !strings.Contains(ev[0].note, "PriorityBoost feature gate is off") {
+			t.Errorf("PriorityBoostDisabled events %+v (want one, on the transition)", ev)
+		}
+		if ev := f.ev.byReason(ReasonBoostChanged); len(ev) != 0 {
+			t.Errorf("boost events with PriorityBoost off: %+v", ev)
+		}
+		if v := metricValue(t, metricKueueBoostGate.WithLabelValues("off")); v != 1 {
+			t.Errorf("planner_kueue_priority_boost{state=off} = %v, want 1", v)
+		}
+	})
 }

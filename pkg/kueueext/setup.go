@@ -132,6 +132,8 @@ type Planner struct {
 	rec     *TrainJobReconciler
 	watcher *apiWatcher
 
+	disc discovery.DiscoveryInterface
+
 	mu               sync.Mutex
 	ctrl             controller.Controller
 	workloadsWatched bool
@@ -158,7 +160,7 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	p := &Planner{mgr: mgr, opts: opts}
+	p := &Planner{mgr: mgr, opts: opts, disc: disc}
 	p.rec = newTrainJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
 	p.rec.wl.indexer = mgr.GetFieldIndexer()
 	p.watcher = &apiWatcher{
@@ -188,6 +190,19 @@ func (p *Planner) apisChanged(s APIStatus) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rec.SetKueueAvailable(s.Workloads)
+	if s.Workloads && p.rec.caps.generation() == kueueGenUnknown {
+		// Once, when Kueue is first seen: which API generation it serves,
+		// for the log and planner_kueue_info (kueuecaps.go). A failure is
+		// retried at the next check.
+		log := p.mgr.GetLogger().WithName("kueue")
+		if gen, err := DetectKueueGeneration(p.disc); err != nil {
+			log.Error(err, "detecting Kueue's API generation")
+		} else {
+			p.rec.caps.setGeneration(gen)
+			log.Info("Kueue detected", "kueueAPI", string(gen), "wake", string(gen.wakeStyle()),
+				"signal", "ClusterQueue spec.concurrentAdmissionPolicy in the OpenAPI v3 document of kueue.x-k8s.io/v1beta2")
+		}
+	}
 	if p.ctrl == nil && s.Trackable() {
 		opts := controller.Options{MaxConcurrentReconciles: p.opts.Config.Forecast.MaxConcurrentReconciles}
 		if p.opts.SkipNameValidation {

@@ -43,6 +43,7 @@ import (
 const (
 	ReasonBoostChanged      = "PriorityBoostChanged"
 	ReasonAdviseOnly        = "AdviseOnly"
+	ReasonBoostDisabled     = "PriorityBoostDisabled"
 	ReasonEnforcing         = "Enforcing"
 	ReasonInvalidObjective  = "InvalidObjective"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
@@ -70,6 +71,7 @@ const (
 	condReasonEnforcing      = "Enforcing"
 	condReasonAdviseMode     = "AdviseMode"
 	condReasonForeignOwner   = "ForeignBoostOwner"
+	condReasonBoostDisabled  = "PriorityBoostDisabled"
 	condReasonFinished       = "Finished"
 	condReasonDecoded        = "Decoded"
 	condReasonDecodeFailed   = "DecodeFailed"
@@ -94,6 +96,7 @@ type TrainJobReconciler struct {
 	wl        *workloads
 
 	kueueReady atomic.Bool
+	caps       *kueueCaps
 	arrivals   *arrivals
 	kueueClock kueueClock
 
@@ -139,6 +142,7 @@ func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
 		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
+		caps:     newKueueCaps(c),
 		jobs:     map[types.NamespacedName]*jobState{},
 		arrivals: newArrivals(clk),
 	}
@@ -808,6 +812,11 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 			AnnotationPriorityBoost, wf.BoostValue, wl.Name, owners)
 		cause = "foreign-owner"
 		cond.Reason = condReasonForeignOwner
+	case r.caps.boostGate(ctx, wl, now) == gateOff:
+		adviseOnly = fmt.Sprintf("Kueue's PriorityBoost feature gate is off: it ignores %s, so a boost on Workload %s would have no effect; "+
+			"the planner writes none (turn the gate on in Kueue's configuration)", AnnotationPriorityBoost, wl.Name)
+		cause = "boost-disabled"
+		cond.Reason = condReasonBoostDisabled
 	case !enforce:
 		canWrite = true // only to reset a boost the planner wrote earlier
 		cond.Reason, cond.Message = condReasonAdviseMode, "the policy's mode for this job is advise"
@@ -828,6 +837,13 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 	old := apimeta.FindStatusCondition(st.work.Conditions, v1alpha1.ConditionEnforcing)
 	if adviseOnly != "" && (old == nil || old.Reason != cond.Reason) {
 		metricAdviseOnly.WithLabelValues(cause).Inc()
+		if cause == "boost-disabled" {
+			note := adviseOnly
+			if !d.IsZero() {
+				note += fmt.Sprintf(" (advised boost %+d: %s)", d.AdvisedBoost, d.Reason)
+			}
+			r.event(tj, wl, corev1.EventTypeWarning, ReasonBoostDisabled, "SetPriorityBoost", note)
+		}
 		if cause == "foreign-owner" {
 			note := adviseOnly
 			if !d.IsZero() {
@@ -872,10 +888,19 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 		st.work.Boost, st.work.BoostChangedTime = desired, &t
 		note := fmt.Sprintf("priority boost %+d (was %+d), effective priority %d: %s", desired, wf.Boost,
 			int64(wf.BasePriority)+int64(desired), d.Reason)
-		if desired < wf.Boost && wf.QuotaReserved {
-			res, err := r.wl.wakeWaiting(ctx, wf.ClusterQueue, wl.UID)
+		switch {
+		case desired >= wf.Boost || !wf.QuotaReserved:
+		case hasWorkloadPriorityClass(wl):
+			// Kueue retries the ClusterQueue's waiting Workloads itself
+			// (within its 1 s requeue batch): touching them would only
+			// add writes (docs/compatibility.md, "Waking waiting Workloads").
+			note += fmt.Sprintf("; Kueue retries the waiting Workloads in ClusterQueue %s itself (WorkloadPriorityClass %s)",
+				wf.ClusterQueue, wl.Spec.PriorityClassRef.Name)
+		default:
+			style := r.caps.generation().wakeStyle()
+			res, err := r.wl.wakeWaiting(ctx, wf.ClusterQueue, wl.UID, style)
 			if err != nil {
-				log.FromContext(ctx).Error(err, "waking waiting Workloads", "clusterQueue", wf.ClusterQueue)
+				log.FromContext(ctx).Error(err, "waking waiting Workloads", "clusterQueue", wf.ClusterQueue, "style", string(style))
 			}
 			metricNudges.Add(float64(len(res.Nudged)))
 			if len(res.Nudged) > 0 {

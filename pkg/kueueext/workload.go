@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -267,9 +268,10 @@ func PlannerEviction(evicted *metav1.Condition, appliedBoost int32, boostChanged
 }
 
 // nudgeValue returns a different spelling of the same boost, so that
-// re-writing the annotation changes it (Kueue requeues a waiting Workload
-// only when its priority-boost annotation string changes) without changing
-// the priority: absent → "0", "N" → "+N" or "-0N", and back.
+// re-writing the annotation changes it without changing the priority:
+// absent → "0", "N" → "+N" or "-0N", and back. Kueue v0.17 requeues a
+// waiting Workload when its priority-boost annotation string changes
+// (wakeRespell; kueuecaps.go says why v0.19 does not).
 func nudgeValue(current string, set bool) string {
 	if !set || strings.TrimSpace(current) == "" {
 		return "0"
@@ -288,13 +290,38 @@ func nudgeValue(current string, set bool) string {
 	return "+" + canonical
 }
 
+// dipValues returns the boost one below the current one (the dip) and the
+// value that restores the current priority: the current string, or "0" when
+// the annotation was absent (not a removal: Kueue's status writes co-own
+// the annotation and would keep the dip, see setBoost). ok is false when the
+// current value is not an integer or is the lowest one.
+func dipValues(current string, set bool) (dip, restore string, ok bool) {
+	if !set || strings.TrimSpace(current) == "" {
+		return "-1", "0", true
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(current), 10, 32)
+	if err != nil || v == math.MinInt32 {
+		return "", "", false
+	}
+	return strconv.FormatInt(v-1, 10), current, true
+}
+
+// hasWorkloadPriorityClass reports whether Kueue's PriorityChanged sees wl
+// as having a WorkloadPriorityClass: then lowering its boost while admitted
+// makes Kueue retry the ClusterQueue's waiting Workloads by itself
+// (v0.17.0 and v0.19.2, TestLoweredBoostNeedsNudge).
+func hasWorkloadPriorityClass(wl *kueue.Workload) bool {
+	ref := wl.Spec.PriorityClassRef
+	return ref != nil && ref.Kind == kueue.WorkloadPriorityClassKind && ref.Group == kueue.WorkloadPriorityClassGroup
+}
+
 // workloadApply is a server-side apply configuration of a Workload's
 // priority-boost annotation only (absent when value is ""). The UID makes
 // the apply fail instead of creating a Workload that has just been deleted;
 // a non-empty resourceVersion makes it conditional (optimistic concurrency).
 func workloadApply(name, namespace string, uid types.UID, resourceVersion, value string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(kueue.GroupVersion.String())
+	u.SetAPIVersion(kueue.SchemeGroupVersion.String())
 	u.SetKind("Workload")
 	u.SetName(name)
 	u.SetNamespace(namespace)
@@ -425,13 +452,14 @@ type nudgeResult struct {
 	Skipped []string // namespace/name: reason
 }
 
-// wakeWaiting re-spells the boost annotation of up to maxNudges waiting
+// wakeWaiting touches the boost annotation of up to maxNudges waiting
 // Workloads of clusterQueue (highest effective priority first, then
 // oldest), so that Kueue requeues them after the planner lowered the boost
-// of an admitted Workload there (Kueue v0.17 does not do it by itself for
-// Workloads without a WorkloadPriorityClass). Workloads whose annotation
-// another writer owns are skipped: the planner never fights over it.
-func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except types.UID) (nudgeResult, error) {
+// of an admitted Workload there (Kueue v0.17 and v0.19 do not do it by
+// themselves for Workloads without a WorkloadPriorityClass), in the given
+// style (kueuecaps.go). Workloads whose annotation another writer owns are
+// skipped: the planner never fights over it.
+func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except types.UID, style wakeStyle) (nudgeResult, error) {
 	var res nudgeResult
 	if clusterQueue == "" || w.maxNudges == 0 {
 		return res, nil
@@ -485,7 +513,15 @@ func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except
 			continue
 		}
 		cur, set := wl.Annotations[AnnotationPriorityBoost]
-		u := workloadApply(wl.Name, wl.Namespace, wl.UID, wl.ResourceVersion, nudgeValue(cur, set))
+		first, restore, dip := nudgeValue(cur, set), "", style == wakeDip
+		if dip {
+			var ok bool
+			if first, restore, ok = dipValues(cur, set); !ok {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("%s: boost %q cannot be lowered by one", key, cur))
+				continue
+			}
+		}
+		u := workloadApply(wl.Name, wl.Namespace, wl.UID, wl.ResourceVersion, first)
 		// Forced for the reason setBoost is; the resourceVersion guards it.
 		err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
 		if err != nil {
@@ -494,6 +530,18 @@ func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except
 				continue
 			}
 			return res, fmt.Errorf("nudge %s: %w", key, err)
+		}
+		if dip {
+			// Restore at once, forced and without a resourceVersion: Kueue
+			// may have written the Workload's status in between (its status
+			// writes co-own the annotation), and a Workload left at the dip
+			// would wait one priority lower. What is lost is a write by
+			// someone else within these few milliseconds.
+			u := workloadApply(wl.Name, wl.Namespace, wl.UID, "", restore)
+			if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil &&
+				!apierrors.IsNotFound(err) {
+				return res, fmt.Errorf("nudge %s: restoring boost %q after the dip to %s: %w", key, restore, first, err)
+			}
 		}
 		res.Nudged = append(res.Nudged, key)
 	}

@@ -20,13 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Pinned versions of the control plane. hack/build-testbins.sh builds exactly
-// these; the default binary directory is named after them.
-const (
-	KubernetesVersion = "v1.35.4"
-	EtcdVersion       = "v3.6.5"
-)
-
 // Modules whose manifests the control plane installs. Their versions are the
 // ones the main module's build list selects (go.mod), i.e. the same versions
 // whose Go types the tests and Kueue are compiled against.
@@ -73,15 +66,21 @@ func checkBinaries(dir string) (apiserver, etcd string, err error) {
 // module's build list, via `go list -m`. A module that is not downloaded is an
 // error naming the command that fetches it.
 func moduleDirs(modules ...string) (map[string]string, error) {
+	dirs, _, err := moduleDirsVersions(modules...)
+	return dirs, err
+}
+
+// moduleDirsVersions is moduleDirs plus each module's selected version.
+func moduleDirsVersions(modules ...string) (dirs, versions map[string]string, err error) {
 	args := append([]string{"list", "-m", "-json"}, modules...)
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list -m %s: %v: %s", strings.Join(modules, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("go list -m %s: %v: %s", strings.Join(modules, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	dirs := map[string]string{}
+	dirs, versions = map[string]string{}, map[string]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var m struct {
@@ -91,23 +90,27 @@ func moduleDirs(modules ...string) (map[string]string, error) {
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, fmt.Errorf("decoding go list -m output: %w", err)
+			return nil, nil, fmt.Errorf("decoding go list -m output: %w", err)
 		}
-		dir := m.Dir
+		dir, version := m.Dir, m.Version
 		if m.Replace != nil && m.Replace.Dir != "" {
 			dir = m.Replace.Dir
 		}
+		if m.Replace != nil && m.Replace.Version != "" {
+			version = m.Replace.Version
+		}
 		if dir == "" {
-			return nil, fmt.Errorf("module %s@%s is not in the module cache: run `go mod download %s`", m.Path, m.Version, m.Path)
+			return nil, nil, fmt.Errorf("module %s@%s is not in the module cache: run `go mod download %s`", m.Path, m.Version, m.Path)
 		}
 		dirs[m.Path] = dir
+		versions[m.Path] = version
 	}
 	for _, m := range modules {
 		if dirs[m] == "" {
-			return nil, fmt.Errorf("module %s is not in the main module's build list (go.mod)", m)
+			return nil, nil, fmt.Errorf("module %s is not in the main module's build list (go.mod)", m)
 		}
 	}
-	return dirs, nil
+	return dirs, versions, nil
 }
 
 // manifests are the files the control plane installs, resolved from the
@@ -119,9 +122,18 @@ type manifests struct {
 }
 
 func findManifests() (*manifests, error) {
-	dirs, err := moduleDirs(kueueModule, trainerModule, jobsetModule)
+	dirs, versions, err := moduleDirsVersions(kueueModule, trainerModule, jobsetModule)
 	if err != nil {
 		return nil, err
+	}
+	// The manifests come from the build list that `go list -m` sees (go.mod,
+	// or GOFLAGS=-modfile=test/compat/kueue-v017.mod); the Go code was
+	// compiled for the pair named by the build tags. A mix would install one
+	// version's CRDs for the other's controllers.
+	if versions[kueueModule] != KueueVersion || versions[trainerModule] != TrainerVersion {
+		return nil, fmt.Errorf("the build list selects Kueue %s and Trainer %s but this test binary was built for Kueue %s and Trainer %s: "+
+			"run the old pair with `make e2e-compat` (build tag kueue_v017 and GOFLAGS=-modfile=test/compat/kueue-v017.mod together)",
+			versions[kueueModule], versions[trainerModule], KueueVersion, TrainerVersion)
 	}
 	m := &manifests{}
 	kueueCRDs, err := filepath.Glob(filepath.Join(dirs[kueueModule], "config", "components", "crd", "bases", "*.yaml"))

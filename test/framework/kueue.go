@@ -6,11 +6,9 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -23,17 +21,8 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	"sigs.k8s.io/kueue/pkg/constants"
-	"sigs.k8s.io/kueue/pkg/controller/core"
-	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/features"
-	"sigs.k8s.io/kueue/pkg/scheduler"
-	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
-	"sigs.k8s.io/kueue/pkg/util/kubeversion"
-	"sigs.k8s.io/kueue/pkg/webhooks"
 
 	// The two job integrations the control plane enables. Each registers
 	// itself with jobframework in init; no other integration is linked in.
@@ -41,8 +30,10 @@ import (
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/trainjob"
 )
 
-// setFeatureGates turns Kueue's PriorityBoost gate on (plus any extra gates)
-// in this process's default feature gate, which Kueue reads.
+// setFeatureGates turns Kueue's PriorityBoost gate on (unless extra turns
+// it off) plus any extra gates in this process's default feature gate,
+// which Kueue reads. The gate is process-global: every Start sets it again,
+// so a test that turns it off does not leak into the next control plane.
 func setFeatureGates(extra map[string]bool) error {
 	gates := map[string]bool{string(features.PriorityBoost): true}
 	for k, v := range extra {
@@ -51,8 +42,8 @@ func setFeatureGates(extra map[string]bool) error {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		return fmt.Errorf("setting Kueue feature gates %v: %w", gates, err)
 	}
-	if !features.Enabled(features.PriorityBoost) {
-		return fmt.Errorf("Kueue feature gate %s is off after enabling it", features.PriorityBoost)
+	if want := gates[string(features.PriorityBoost)]; features.Enabled(features.PriorityBoost) != want {
+		return fmt.Errorf("Kueue feature gate %s is not %v after setting it", features.PriorityBoost, want)
 	}
 	return nil
 }
@@ -74,7 +65,7 @@ func kueueScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// newKueueManager wires Kueue v0.17.0's controllers, scheduler and webhooks
+// newKueueManager wires Kueue's controllers, scheduler and webhooks
 // into a controller-runtime manager the way cmd/kueue/main.go does (minus
 // certificate management, leader election, metrics serving, visibility
 // server, TAS, MultiKueue and provisioning, none of which the suites use).
@@ -107,64 +98,8 @@ func newKueueManager(ctx context.Context, cfg *rest.Config, wio *envtest.Webhook
 	scheme.Default(kcfg)
 	kcfg.Integrations = &configapi.Integrations{Frameworks: frameworks}
 
-	cCache := schdcache.New(mgr.GetClient())
-	requeuer := qcache.NewRequeuer()
-	if err := mgr.Add(requeuer); err != nil {
+	if err := wireKueue(ctx, mgr, cfg, kcfg, frameworks); err != nil {
 		return nil, err
-	}
-	preemptionExpectations := preemptexpectations.New()
-	queues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(preemptionExpectations))
-
-	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, fmt.Errorf("indexes: %w", err)
-	}
-	if err := jobframework.SetupIndexes(ctx, mgr.GetFieldIndexer(), jobframework.WithEnabledFrameworks(frameworks)); err != nil {
-		return nil, fmt.Errorf("integration indexes: %w", err)
-	}
-
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	versionFetcher := kubeversion.NewServerVersionFetcher(dc)
-	if err := mgr.Add(versionFetcher); err != nil {
-		return nil, err
-	}
-	if err := versionFetcher.FetchServerVersion(); err != nil {
-		return nil, fmt.Errorf("kubernetes server version (kube-apiserver must be built with version ldflags; see hack/build-testbins.sh): %w", err)
-	}
-
-	if failed, err := core.SetupControllers(mgr, queues, cCache, kcfg, nil, preemptionExpectations, nil); err != nil {
-		return nil, fmt.Errorf("core controller %s: %w", failed, err)
-	}
-	nsSelector, err := metav1.LabelSelectorAsSelector(kcfg.ManagedJobsNamespaceSelector)
-	if err != nil {
-		return nil, err
-	}
-	if err := jobframework.SetupControllers(ctx, mgr, ctrl.Log.WithName("setup"),
-		jobframework.WithManageJobsWithoutQueueName(kcfg.ManageJobsWithoutQueueName),
-		jobframework.WithWaitForPodsReady(kcfg.WaitForPodsReady),
-		jobframework.WithKubeServerVersion(versionFetcher),
-		jobframework.WithEnabledFrameworks(frameworks),
-		jobframework.WithManagerName(constants.KueueName),
-		jobframework.WithLabelKeysToCopy(kcfg.Integrations.LabelKeysToCopy),
-		jobframework.WithCache(cCache),
-		jobframework.WithQueues(queues),
-		jobframework.WithObjectRetentionPolicies(kcfg.ObjectRetentionPolicies),
-		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
-	); err != nil {
-		return nil, fmt.Errorf("job integrations %v: %w", frameworks, err)
-	}
-	if failed, err := webhooks.Setup(mgr, nil); err != nil {
-		return nil, fmt.Errorf("webhook %s: %w", failed, err)
-	}
-	go queues.CleanUpOnContext(ctx)
-	go cCache.CleanUpOnContext(ctx)
-
-	sched := scheduler.New(queues, cCache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
-		scheduler.WithPreemptionExpectations(preemptionExpectations))
-	if err := mgr.Add(sched); err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return mgr, nil
 }

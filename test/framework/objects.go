@@ -261,6 +261,17 @@ func (e *Env) SetPriorityBoost(ctx context.Context, wl *kueue.Workload, boost in
 	return e.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("planner-e2e"))
 }
 
+// SetPriorityBoostValue writes the boost annotation verbatim, or removes it
+// when value is nil (a merge patch, field manager planner-e2e).
+func (e *Env) SetPriorityBoostValue(ctx context.Context, wl *kueue.Workload, value *string) error {
+	v := "null"
+	if value != nil {
+		v = strconv.Quote(*value)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, PriorityBoostAnnotation, v)
+	return e.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("planner-e2e"))
+}
+
 // WorkloadAdmitted reports Kueue's Admitted condition.
 func WorkloadAdmitted(wl *kueue.Workload) bool {
 	return apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)
