@@ -782,9 +782,26 @@ func formatCounts(m map[progress.RejectReason]int) string {
 // it wrote earlier (to "0").
 func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) error {
+	enforce, canWrite := r.enforcement(ctx, tj, wl, wf, st, facts, now, jobDone)
+	if !canWrite || st.decision.IsZero() {
+		return nil
+	}
+	if stop, err := r.applyBoost(ctx, tj, wl, wf, st, now); stop || err != nil {
+		return err
+	}
+	return r.applyStop(ctx, tj, wl, wf, st, facts, now, enforce)
+}
+
+// enforcement decides whether the planner may write the Workload, and
+// says so: the Enforcing condition, the status's mode and adviseOnly, and
+// the Events and metric of a change into advise-only. enforce is the
+// policy's mode; canWrite whether the boost may be written (in advise
+// mode only to reset the planner's own).
+func (r *TrainJobReconciler) enforcement(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) (enforce, canWrite bool) {
 	d := st.decision
 	mode := string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
-	enforce := preempt.Mode(mode) == preempt.ModeEnforce
+	enforce = preempt.Mode(mode) == preempt.ModeEnforce
 	owned := wf != nil && PlannerOwnsBoost(wl.ManagedFields)
 	st.work.Boost = 0
 	if owned {
@@ -793,7 +810,7 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 
 	cond := metav1.Condition{Type: v1alpha1.ConditionEnforcing, Status: metav1.ConditionFalse}
 	adviseOnly, cause := "", ""
-	canWrite := false
+	canWrite = false
 	switch {
 	case jobDone:
 		cond.Reason, cond.Message = condReasonFinished, "the job finished; nothing to apply"
@@ -861,23 +878,28 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 	st.work.Mode = mode
 	st.work.AdviseOnly = adviseOnly
 
-	if !canWrite || d.IsZero() {
-		return nil
-	}
+	return enforce, canWrite
+}
 
-	// The boost.
+// applyBoost writes the decided boost when it differs from the Workload's,
+// and wakes the ClusterQueue's waiting Workloads after a lowered one where
+// Kueue would not retry them itself. stop ends the actuation (the
+// Workload changed or went away: decide again on its new state).
+func (r *TrainJobReconciler) applyBoost(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+	st *jobState, now time.Time) (stop bool, err error) {
+	d := st.decision
 	if desired := d.Boost; desired != wf.Boost {
 		if err := r.wl.setBoost(ctx, wl, desired); err != nil {
 			if apierrors.IsConflict(err) {
 				// The Workload changed between our read and our write (or
 				// was replaced): decide again on the new state shortly.
 				addUrgent(st, "the Workload changed while the boost was written")
-				return nil
+				return true, nil
 			}
 			if apierrors.IsNotFound(err) {
-				return nil
+				return true, nil
 			}
-			return fmt.Errorf("set priority boost on Workload %s: %w", wl.Name, err)
+			return true, fmt.Errorf("set priority boost on Workload %s: %w", wl.Name, err)
 		}
 		dir := "raise"
 		if desired < wf.Boost {
@@ -914,7 +936,14 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 		r.event(wl, tj, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
 	}
 
-	// The stop action: once per decision made during the current admission.
+	return false, nil
+}
+
+// applyStop deactivates the Workload once per decision made during the
+// current admission, when the policy says so and the queue opted in.
+func (r *TrainJobReconciler) applyStop(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+	st *jobState, facts preempt.Facts, now time.Time, enforce bool) error {
+	d := st.decision
 	if enforce && d.Action == preempt.ActionDeactivate && wf.Running() && facts.AdmittedAt != nil && d.At >= *facts.AdmittedAt &&
 		(st.work.DeactivatedTime == nil || d.At > unixSeconds(st.work.DeactivatedTime.Time)) {
 		if err := r.wl.deactivate(ctx, wl); err != nil {
