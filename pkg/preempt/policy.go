@@ -293,6 +293,9 @@ func ParsePolicy(data []byte) (Policy, error) {
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
+	if len(p.Overrides) == 0 {
+		p.Overrides = nil // "overrides: []" and no overrides are the same policy
+	}
 	return p, nil
 }
 
