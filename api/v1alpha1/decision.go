@@ -22,7 +22,17 @@ func unixTime(sec *float64) *metav1.Time {
 	if sec == nil || math.IsNaN(*sec) || math.IsInf(*sec, 0) {
 		return nil
 	}
-	s, frac := math.Modf(*sec)
-	t := metav1.NewTime(time.Unix(int64(s), int64(frac*1e9)))
+	t := metav1.NewTime(TimeFromUnix(*sec))
 	return &t
+}
+
+// TimeFromUnix is the policy's time base (Unix seconds, as a float) as a
+// time; a non-finite value is the zero time. The one conversion, for the
+// controller and these fields alike.
+func TimeFromUnix(sec float64) time.Time {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return time.Time{}
+	}
+	s, frac := math.Modf(sec)
+	return time.Unix(int64(s), int64(frac*1e9))
 }

@@ -84,19 +84,10 @@ func statusHash(ts *trainer.TrainerStatus) string {
 // unixSeconds is the forecast and policy time base.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// fromUnix converts back; non-finite values give the zero time.
-func fromUnix(sec float64) time.Time {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return time.Time{}
-	}
-	s, frac := math.Modf(sec)
-	return time.Unix(int64(s), int64(frac*1e9))
-}
-
 // Summarize renders a forecast for the ProgressForecast status.
 func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
 	s := &v1alpha1.ForecastSummary{
-		Time:            metav1.NewTime(fromUnix(f.Now).UTC().Truncate(time.Second)),
+		Time:            metav1.NewTime(v1alpha1.TimeFromUnix(f.Now).UTC().Truncate(time.Second)),
 		Reports:         clampInt32(f.Reports),
 		ObjectivePoints: clampInt32(f.ObjectivePts),
 		Segments:        clampInt32(f.Segments),

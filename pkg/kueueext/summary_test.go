@@ -11,6 +11,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
+	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -63,10 +64,10 @@ func TestStatusHash(t *testing.T) {
 
 func TestUnixRoundTrip(t *testing.T) {
 	tm := time.Date(2026, 3, 1, 12, 0, 0, 250_000_000, time.UTC)
-	if got := fromUnix(unixSeconds(tm)); got.Sub(tm).Abs() > time.Microsecond {
+	if got := v1alpha1.TimeFromUnix(unixSeconds(tm)); got.Sub(tm).Abs() > time.Microsecond {
 		t.Errorf("round trip %v -> %v", tm, got)
 	}
-	if !fromUnix(math.NaN()).IsZero() {
+	if !v1alpha1.TimeFromUnix(math.NaN()).IsZero() {
 		t.Error("NaN is not the zero time")
 	}
 }

@@ -268,7 +268,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
 	}
 	if !math.IsNaN(deadline) && running {
-		in.Deadline = fromUnix(deadline)
+		in.Deadline = v1alpha1.TimeFromUnix(deadline)
 	}
 	if !running && !st.newData {
 		// A suspended, pending or finished job makes no progress by
@@ -730,7 +730,7 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	distrustStarted := d.Distrust != nil && prev.Distrust == nil
 	if distrustStarted {
 		note := fmt.Sprintf("implausible progress, no protection until %s: %s; verdict %s: %s",
-			fromUnix(d.Distrust.Until).UTC().Format(time.RFC3339), d.Distrust.Findings, d.Verdict, d.Reason)
+			v1alpha1.TimeFromUnix(d.Distrust.Until).UTC().Format(time.RFC3339), d.Distrust.Findings, d.Verdict, d.Reason)
 		r.event(tj, wl, corev1.EventTypeWarning, ReasonImplausibleProgress, "Forecast", note)
 	}
 	if prev.Verdict != d.Verdict && !(d.Verdict == preempt.Untrusted && distrustStarted) &&
