@@ -20,3 +20,14 @@ func Median(v []float64) float64 {
 	}
 	return (c[n/2-1] + c[n/2]) / 2
 }
+
+// CentralZ is the two-sided normal quantile of a central interval of the
+// given coverage (0.8 → 1.2816); a coverage outside (0, 1), or NaN, is
+// taken as 0.8. The forecast's intervals and the report's capacity
+// forecast read them with the same z.
+func CentralZ(coverage float64) float64 {
+	if !(coverage > 0 && coverage < 1) {
+		coverage = 0.8
+	}
+	return math.Sqrt2 * math.Erfinv(coverage)
+}

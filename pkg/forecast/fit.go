@@ -114,14 +114,6 @@ func DefaultSettings() Settings {
 	}
 }
 
-// zFor returns the two-sided normal quantile for a central interval.
-func zFor(coverage float64) float64 {
-	if coverage <= 0 || coverage >= 1 {
-		coverage = 0.8
-	}
-	return math.Sqrt2 * math.Erfinv(coverage)
-}
-
 func etaEstimate(secs, rel, z float64, basis string) Estimate {
 	secs = math.Max(secs, 0)
 	return Estimate{Known: true, Value: secs, Lo: math.Max(0, secs*(1-z*rel)), Hi: secs * (1 + z*rel), Basis: basis}
@@ -225,7 +217,7 @@ func median3(a, b, c float64) float64 {
 // observations (the job's current rate of improvement) is a rough guide.
 func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
 	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
-	z := zFor(s.Interval)
+	z := stats.CentralZ(s.Interval)
 	level := obj.Sign() * *obj.Target
 	switch {
 	case len(obs) > 0 && best <= level:

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/forecast/curve"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -17,7 +18,7 @@ import (
 // Fit runs fitStages in order over one fitState; each stage reads what
 // the stages before it measured and writes its part of the Forecast.
 func Fit(h *progress.History, obj progress.Objective, now float64, s Settings) Forecast {
-	st := fitState{h: h, obj: obj, now: now, s: s, z: zFor(s.Interval),
+	st := fitState{h: h, obj: obj, now: now, s: s, z: stats.CentralZ(s.Interval),
 		f: Forecast{Now: now, Objective: obj, Reports: h.Len()}}
 	for _, stage := range fitStages {
 		if !stage.run(&st) {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/progress-planner/planner/internal/humanize"
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -41,22 +42,13 @@ type RunningJob struct {
 	ETA forecast.Estimate
 }
 
-// zFor is the two-sided normal quantile of a central interval (the same
-// mapping pkg/forecast uses for its intervals).
-func zFor(coverage float64) float64 {
-	if !(coverage > 0 && coverage < 1) {
-		coverage = 0.8
-	}
-	return math.Sqrt2 * math.Erfinv(coverage)
-}
-
 // FinishProbability is P(the job ends within h seconds) from its ETA
 // estimate, whose interval has central coverage interval (e.g. 0.8).
 func FinishProbability(eta forecast.Estimate, h, interval float64) float64 {
 	if !eta.Known || math.IsNaN(eta.Value) {
 		return 0
 	}
-	sd := (eta.Hi - eta.Value) / zFor(interval)
+	sd := (eta.Hi - eta.Value) / stats.CentralZ(interval)
 	if !(sd > 0) || math.IsInf(sd, 0) {
 		if eta.Value <= h {
 			return 1

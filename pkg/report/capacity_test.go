@@ -4,11 +4,12 @@ import (
 	"math"
 	"testing"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
 func eta(v, rel float64) forecast.Estimate {
-	z := zFor(0.8)
+	z := stats.CentralZ(0.8)
 	return forecast.Estimate{Known: true, Value: v, Lo: math.Max(0, v*(1-z*rel)), Hi: v * (1 + z*rel)}
 }
 
@@ -21,8 +22,8 @@ func TestFinishProbability(t *testing.T) {
 	}{
 		{"unknown never counts", forecast.Estimate{}, 1e9, 0},
 		{"at the median", eta(3600, 0.2), 3600, 0.5},
-		{"at the upper end of the 80% interval", eta(3600, 0.2), 3600 * (1 + zFor(0.8)*0.2), 0.9},
-		{"at the lower end", eta(3600, 0.2), 3600 * (1 - zFor(0.8)*0.2), 0.1},
+		{"at the upper end of the 80% interval", eta(3600, 0.2), 3600 * (1 + stats.CentralZ(0.8)*0.2), 0.9},
+		{"at the lower end", eta(3600, 0.2), 3600 * (1 - stats.CentralZ(0.8)*0.2), 0.1},
 		{"no spread, before", forecast.Estimate{Known: true, Value: 100, Lo: 100, Hi: 100}, 99, 0},
 		{"no spread, after", forecast.Estimate{Known: true, Value: 100, Lo: 100, Hi: 100}, 100, 1},
 	} {
