@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -182,10 +183,43 @@ func (e *Env) CreateTrainJob(ctx context.Context, ns, name, queue string, gpus i
 	if priorityClass != "" {
 		tj.Labels[PriorityClassLabel] = priorityClass
 	}
-	if err := e.Client.Create(ctx, tj); err != nil {
+	if err := e.createTrainJob(ctx, tj); err != nil {
 		return nil, fmt.Errorf("TrainJob %s/%s: %w", ns, name, err)
 	}
 	return tj, nil
+}
+
+// runtimeCacheWait bounds how long createTrainJob waits for the Trainer's
+// validating webhook to see a just-installed runtime.
+const runtimeCacheWait = 30 * time.Second
+
+// createTrainJob creates tj, retrying while the Trainer's validating webhook
+// denies it for a runtime it has not seen yet: the webhook looks runtimes up
+// in its informer cache, which lags a fresh ClusterTrainingRuntime under load
+// (a real cluster behaves the same way). Any other error returns at once.
+func (e *Env) createTrainJob(ctx context.Context, tj *kftrainer.TrainJob) error {
+	deadline := time.Now().Add(runtimeCacheWait)
+	for {
+		err := e.Client.Create(ctx, tj)
+		if err == nil || !runtimeNotSeen(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waiting for the webhook to see runtime %s: %w)", err, TorchRuntime, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// runtimeNotSeen reports the Trainer webhook's denial for a runtime its cache
+// does not hold yet: `admission webhook "vtrainjob.kb.io" denied the request:
+// … "torch-distributed" not found: specified clusterTrainingRuntime must be
+// created before the TrainJob is created` (Trainer v2.2 and v2.3).
+func runtimeNotSeen(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "denied the request") &&
+		strings.Contains(msg, TorchRuntime) && strings.Contains(msg, "not found")
 }
 
 // WorkloadFor returns the Workload Kueue created for tj: labelled
