@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,12 +45,30 @@ func (f *jobFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJob, "as-job", false, "with --sweep: write a Kubernetes Indexed Job (one completion index per point × seed) and its ConfigMap instead of running; merge the pods' results with 'planner simulate collect'")
 	fl.StringVar(&f.name, "job-name", "planner-sweep", "with --as-job: the Job's and ConfigMap's name")
 	fl.StringVar(&f.namespace, "job-namespace", "default", "with --as-job: their namespace")
-	fl.StringVar(&f.image, "image", "ghcr.io/progress-planner/planner:latest", "with --as-job: the planner image the pods run")
+	fl.StringVar(&f.image, "image", "", "with --as-job: the planner image the pods run (default: "+imageRepository+":<this build's release version>; a development build must name one)")
 	fl.StringVar(&f.queue, "job-queue", "", "with --as-job: the Kueue LocalQueue the Job is submitted to (label kueue.x-k8s.io/queue-name)")
 	fl.StringVar(&f.dataPVC, "data-pvc", "", "with --as-job: a PersistentVolumeClaim mounted read-only at /data holding the scenario's trace and curves (by base name); needed when the scenario reads files")
 	fl.StringVar(&f.resultPVC, "results-pvc", "", "with --as-job: a PersistentVolumeClaim mounted at /results where each pod also writes unit-N.json (the pods always print their result to their log)")
 	fl.IntVar(&f.parallelism, "parallelism", 0, "with --as-job: pods at a time (default: every unit)")
 }
+
+// imageRepository is where `make release` publishes the planner's image
+// (the Makefile's REGISTRY).
+const imageRepository = "ghcr.io/progress-planner/planner"
+
+// releasedImage is the image a release build of version v runs in, or ""
+// for a development build: pods must run the same
+// simulator as the binary that wrote their Job, never a floating tag.
+func releasedImage(v string) string {
+	if !releaseVersion.MatchString(v) {
+		return ""
+	}
+	return imageRepository + ":" + v
+}
+
+// releaseVersion is a tag `make release` publishes: vX.Y.Z, optionally
+// -alpha/-beta/-rc.N; `git describe` suffixes (-4-gabcdef0, -dirty) are not.
+var releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)(\.[0-9]+)?)?$`)
 
 // sweepJobManifests builds the ConfigMap (scenario.yaml, sweep.json) and
 // the Indexed Job of a sweep.
@@ -145,6 +164,12 @@ func sweepJobManifests(sc *simulator.Scenario, opt simulator.Options, sp simulat
 }
 
 func writeSweepJob(cmd *cobra.Command, sc *simulator.Scenario, opt simulator.Options, sp simulator.SweepSpec, f jobFlags, outFile string) error {
+	if f.image == "" {
+		f.image = releasedImage(versionInfo().Version)
+		if f.image == "" {
+			return usageErrorf("--as-job: this development build (version %q) has no released image; pass --image", versionInfo().Version)
+		}
+	}
 	cm, job, err := sweepJobManifests(sc, opt, sp, f)
 	if err != nil {
 		return err

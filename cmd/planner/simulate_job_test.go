@@ -48,7 +48,7 @@ func TestSweepAsJobRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	manifest := filepath.Join(dir, "job.yaml")
-	if _, _, err := runCLI(nil, append(sweepArgs, "--as-job", "--job-name", "rt", "--out", manifest)...); err != nil {
+	if _, _, err := runCLI(nil, append(sweepArgs, "--as-job", "--job-name", "rt", "--image", "registry.example/planner:v9.9.9", "--out", manifest)...); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(manifest)
@@ -134,11 +134,34 @@ func TestSweepAsJobRoundTrip(t *testing.T) {
 }
 
 func TestSweepAsJobNeedsDataForFiles(t *testing.T) {
-	_, _, err := runCLI(nil, "simulate", "--trace", "x.csv", "--sweep", "gpus=1,2", "--as-job")
+	_, _, err := runCLI(nil, "simulate", "--trace", "x.csv", "--sweep", "gpus=1,2", "--as-job", "--image", "registry.example/planner:v9.9.9")
 	if err == nil || !strings.Contains(err.Error(), "--data-pvc") {
 		t.Errorf("trace without --data-pvc: %v", err)
 	}
 	if _, _, err := runCLI(nil, "simulate", "--as-job"); err == nil || !strings.Contains(err.Error(), "--as-job needs --sweep") {
 		t.Errorf("--as-job alone: %v", err)
+	}
+}
+
+// A development build names no floating image: the pods must run the
+// simulator that wrote their Job.
+func TestSweepAsJobImage(t *testing.T) {
+	_, _, err := runCLI(nil, "simulate", "--sweep", "gpus=1,2", "--as-job")
+	if err == nil || !strings.Contains(err.Error(), "pass --image") {
+		t.Errorf("development build without --image: %v", err)
+	}
+	for v, want := range map[string]string{
+		"v1.2.3":                  "ghcr.io/progress-planner/planner:v1.2.3",
+		"v0.2.0-rc.1":             "ghcr.io/progress-planner/planner:v0.2.0-rc.1",
+		"v1.2.3-4-gabcdef0-dirty": "",
+		"v1.2.3-dirty":            "",
+		"abcdef0":                 "",
+		"dev":                     "",
+		"":                        "",
+		"v1.2":                    "",
+	} {
+		if got := releasedImage(v); got != want {
+			t.Errorf("releasedImage(%q) = %q, want %q", v, got, want)
+		}
 	}
 }

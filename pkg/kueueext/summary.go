@@ -14,7 +14,6 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
-	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -145,9 +144,3 @@ func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
 }
 
 func clampInt32(n int) int32 { return int32(max(math.MinInt32, min(math.MaxInt32, n))) }
-
-// setDecisionFields writes the typed decision fields other components
-// read (planner-scheduler reads only these, never the decision blob).
-func setDecisionFields(st *v1alpha1.ProgressForecastStatus, d *preempt.Decision) {
-	st.SetDecision(d.At, d.VerdictSince, d.StalledSince, d.ProtectedUntil)
-}

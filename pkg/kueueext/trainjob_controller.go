@@ -971,7 +971,7 @@ func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, fore
 	}
 	want := *st.work.DeepCopy()
 	if !st.decision.IsZero() {
-		setDecisionFields(&want, &st.decision)
+		want.SetDecision(st.decision.At, st.decision.VerdictSince, st.decision.StalledSince, st.decision.ProtectedUntil)
 	}
 	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(want)) {
 		return nil

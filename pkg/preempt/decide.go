@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/internal/queueorder"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
@@ -225,7 +226,7 @@ func carryOver(st *decideState) {
 	st.leaseCool = finitePtr(st.previous.LeaseCooldownUntil)
 	if st.lease != nil && now >= *st.lease {
 		st.leaseCool = ptr(*st.lease + p.NearDone.LeaseCooldown.Seconds())
-		st.notes = append(st.notes, fmt.Sprintf("protection lease expired %s ago with the job still running", fmtDur(now-*st.lease)))
+		st.notes = append(st.notes, fmt.Sprintf("protection lease expired %s ago with the job still running", humanize.Duration(now-*st.lease)))
 		st.lease = nil
 	}
 	st.findings = integrityFindings(&st.f, p)
@@ -248,7 +249,7 @@ func carryOver(st *decideState) {
 	st.distrust, st.d.Distrust = distrust, distrust
 	if distrust != nil && len(st.findings) == 0 {
 		st.distrustPhrase = fmt.Sprintf("integrity finding %s ago (%s), distrusted for %s more",
-			fmtDur(now-distrust.At), distrust.Findings, fmtDur(distrust.Until-now))
+			humanize.Duration(now-distrust.At), distrust.Findings, humanize.Duration(distrust.Until-now))
 	}
 }
 
@@ -306,7 +307,7 @@ func pickTarget(st *decideState) {
 	switch {
 	case v == NearDone:
 		if st.lease == nil && st.leaseCool != nil {
-			st.notes = append(st.notes, fmt.Sprintf("protection cannot be re-earned for %s (lease cooldown)", fmtDur(*st.leaseCool-now)))
+			st.notes = append(st.notes, fmt.Sprintf("protection cannot be re-earned for %s (lease cooldown)", humanize.Duration(*st.leaseCool-now)))
 		} else {
 			target = p.Boosts.NearDone
 		}
@@ -323,7 +324,7 @@ func pickTarget(st *decideState) {
 		// the run; a preemption would waste the work since the last
 		// checkpoint. Only trusted, counter-derived progress counts.
 		note := fmt.Sprintf("no yield at %.0f%% of its planned steps (%.0f%% is reached within the %s dwell): it finishes soon",
-			100*st.exemptAt, 100*p.NearDone.EnterProgress, fmtDur(st.minDwell))
+			100*st.exemptAt, 100*p.NearDone.EnterProgress, humanize.Duration(st.minDwell))
 		if v != Plateaued {
 			note += "; a broken job this close to its end is stopped, not preempted"
 		}
@@ -460,22 +461,22 @@ func decideStop(d *Decision, f *forecast.Forecast, facts *Facts, p *Policy, eff 
 	case c < p.Stop.MinConfidence && !nonFiniteDivergence(d.Verdict, f):
 		return fmt.Sprintf("%s; no stop at confidence %.2f (stop floor %.2f)", by, c, p.Stop.MinConfidence)
 	case stalledFor < grace:
-		return fmt.Sprintf("%s; stalled %s, Deactivate after %s (%s to go)", by, fmtDur(stalledFor), fmtDur(grace), fmtDur(grace-stalledFor))
+		return fmt.Sprintf("%s; stalled %s, Deactivate after %s (%s to go)", by, humanize.Duration(stalledFor), humanize.Duration(grace), humanize.Duration(grace-stalledFor))
 	}
 	gpus := max(facts.GPUs, 0)
 	var hours float64
 	var basis string
 	if f.ETA.Known && finite(f.ETA.Value) && f.ETA.Value >= 0 {
 		hours = f.ETA.Value / 3600
-		basis = fmt.Sprintf("%s to the planned end, planner ETA", fmtDur(f.ETA.Value))
+		basis = fmt.Sprintf("%s to the planned end, planner ETA", humanize.Duration(f.ETA.Value))
 	} else {
 		hours = p.Stop.Horizon.Seconds() / 3600
-		basis = fmt.Sprintf("%s horizon, ETA unknown", fmtDur(p.Stop.Horizon.Seconds()))
+		basis = fmt.Sprintf("%s horizon, ETA unknown", humanize.Duration(p.Stop.Horizon.Seconds()))
 	}
 	d.AdvisedAction = ActionDeactivate
 	d.GPUHoursSaved = float64(gpus) * hours
 	return fmt.Sprintf("Deactivate (%s): stalled %s (grace %s), saves %.1f GPU-hours (%d GPUs × %s)",
-		by, fmtDur(stalledFor), fmtDur(grace), d.GPUHoursSaved, gpus, basis)
+		by, humanize.Duration(stalledFor), humanize.Duration(grace), d.GPUHoursSaved, gpus, basis)
 }
 
 // stopApplies: stopping is enabled for the job by policy, or the job opted
@@ -513,12 +514,12 @@ func evictionCooldown(facts *Facts, p *Policy, now float64) evictionState {
 	if a == nil || !finite(*a) || *a < *e {
 		return evictionState{true, true, fmt.Sprintf(
 			"eviction cooldown: the planner evicted it %s ago (evictions so far: %d), it keeps its yield while it waits and gets no new penalty until it has run %s after readmission",
-			fmtDur(now-*e), facts.Evictions, fmtDur(cd))}
+			humanize.Duration(now-*e), facts.Evictions, humanize.Duration(cd))}
 	}
 	if until := *a + cd; now < until {
 		return evictionState{true, false, fmt.Sprintf(
 			"eviction cooldown: readmitted %s ago after a planner eviction (evictions so far: %d), no penalty for %s more",
-			fmtDur(now-*a), facts.Evictions, fmtDur(until-now))}
+			humanize.Duration(now-*a), facts.Evictions, humanize.Duration(until-now))}
 	}
 	return evictionState{}
 }
@@ -634,7 +635,7 @@ func keep(previous Decision, now float64, b Boosts, facts Facts, why string) Dec
 	}
 	d.Verdict, d.StalledSince, d.HeldBy = Unknown, nil, ""
 	d.Action, d.AdvisedAction, d.GPUHoursSaved = ActionNone, ActionNone, 0
-	d.Reason = oneLine(fmt.Sprintf("Unknown: %s; boost %s kept from the previous decision", why, fmtBoost(d.Boost)))
+	d.Reason = oneLine(fmt.Sprintf("Unknown: %s; boost %s kept from the previous decision", why, humanize.Boost(d.Boost)))
 	return d
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -400,7 +401,7 @@ func TestEvictionCooldown(t *testing.T) {
 	j.facts.AdmittedAt = fp(t0 + 7200)
 	for now := t0 + 7200; now < t0+9000; now += 60 {
 		if d = j.at(fcPlateau(now)); d.Boost != 0 {
-			t.Fatalf("penalized %s after readmission: %s", fmtDur(now-t0-7200), d.Reason)
+			t.Fatalf("penalized %s after readmission: %s", humanize.Duration(now-t0-7200), d.Reason)
 		}
 	}
 	wantContains(t, d.Reason, "eviction cooldown: readmitted 29m ago")

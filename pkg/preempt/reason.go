@@ -151,15 +151,6 @@ func (w *text) boost(b int32) {
 	w.int(int64(b))
 }
 
-// fmtDur, fmtPct and fmtBoost are internal/humanize's: the
-// reasons format values exactly as the printer columns, reports, explain
-// and the CLI do.
-func fmtDur(sec float64) string { return humanize.Duration(sec) }
-
-func fmtPct(x float64) string { return humanize.Percent(x) }
-
-func fmtBoost(b int32) string { return humanize.Boost(b) }
-
 // oneLine collapses whitespace (including newlines) so that text from the
 // forecast cannot break the one-line reason.
 func oneLine(s string) string {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/humanize"
 	"github.com/progress-planner/planner/pkg/forecast"
 )
 
@@ -328,7 +329,7 @@ func integrityFindings(f *forecast.Forecast, p *Policy) []string {
 		out = append(out, fmt.Sprintf("progress jumped at %.3g× the job's median rate (limit %.3g×)", *r, lim.MaxJumpRatio))
 	}
 	if g := in.ReportedProgressGap; g != nil && !(*g <= lim.MaxProgressGap) {
-		out = append(out, fmt.Sprintf("reported progress %s ahead of the step counter (limit %s)", fmtPct(*g), fmtPct(lim.MaxProgressGap)))
+		out = append(out, fmt.Sprintf("reported progress %s ahead of the step counter (limit %s)", humanize.Percent(*g), humanize.Percent(lim.MaxProgressGap)))
 	}
 	if r := in.ETARatio; r != nil {
 		switch gap := etaGap(f, *r); {
@@ -336,7 +337,7 @@ func integrityFindings(f *forecast.Forecast, p *Policy) []string {
 			out = append(out, "reported ETA ratio is not a number")
 		case *r < 1/lim.MaxETARatio && gap > lim.MinETAGap.Seconds():
 			out = append(out, fmt.Sprintf("reported ETA %.2g× the planner's ETA from the step history, %s short (limit %.2g× and %s)",
-				*r, fmtDur(gap), 1/lim.MaxETARatio, fmtDur(lim.MinETAGap.Seconds())))
+				*r, humanize.Duration(gap), 1/lim.MaxETARatio, humanize.Duration(lim.MinETAGap.Seconds())))
 		}
 	}
 	if in.ETANotShrinking {
