@@ -50,6 +50,23 @@ var (
 		Name: "planner_gpu_hours_saved_total",
 		Help: "GPU-hours the policy's stop action saved, as estimated when the planner deactivated a Workload (its GPUs times the time the job still planned to run, docs/policy.md).",
 	})
+	metricYields = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_yields_total",
+		Help: "Evictions Kueue made after the planner lowered the Workload's boost (the job yielded its GPUs).",
+	})
+	metricGPUHoursYielded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "planner_gpu_hours_yielded_total",
+		Help: "GPU-hours freed by yields, as estimated when Kueue evicted the Workload: its GPUs times the time the job still planned to run (the last forecast's ETA; 0 when unknown).",
+	})
+	metricJobsByVerdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "planner_jobs",
+		Help: "Tracked jobs by their current verdict.",
+	}, []string{"verdict"})
+	metricETAError = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "planner_eta_error_ratio",
+		Help:    "For jobs that succeeded: |predicted end − actual end| / (actual end − forecast time) of the first forecast past each progress checkpoint (25, 50, 75 %), the live counterpart of the backtest's ETA error.",
+		Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2},
+	}, []string{"checkpoint"})
 	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "planner_nudges_total",
 		Help: "Waiting Workloads woken after the planner lowered an admitted Workload's boost.",
@@ -100,6 +117,7 @@ func RegisterMetrics() {
 			metricDecisions, metricBoostChanges, metricDeactivations, metricGPUHoursSaved, metricNudges,
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 			metricKueueClockAhead, metricFutureTimes, metricKueueBoostGate, metricKueueInfo,
+			metricYields, metricGPUHoursYielded, metricJobsByVerdict, metricETAError,
 		)
 	})
 }

@@ -99,6 +99,7 @@ type TrainJobReconciler struct {
 	caps       *kueueCaps
 	arrivals   *arrivals
 	kueueClock kueueClock
+	verdicts   *verdictCounts // planner_jobs{verdict}
 
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]*jobState
@@ -136,6 +137,11 @@ type jobState struct {
 	// planner.progress.io/min-improvement), nil for the config's.
 	minImprovement    *float64
 	minImprovementErr string
+
+	// lastETA is the last forecast's ETA (a yield's freed GPU-hours), eta
+	// the predicted ends the ETA error is scored against (outcomes.go).
+	lastETA forecast.Estimate
+	eta     etaCheckpoints
 }
 
 func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
@@ -145,6 +151,7 @@ func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.
 		caps:     newKueueCaps(c),
 		jobs:     map[types.NamespacedName]*jobState{},
 		arrivals: newArrivals(clk),
+		verdicts: newVerdictCounts(metricJobsByVerdict),
 	}
 }
 
@@ -168,6 +175,7 @@ func (r *TrainJobReconciler) forget(key types.NamespacedName) {
 	delete(r.jobs, key)
 	metricTrackedJobs.Set(float64(len(r.jobs)))
 	r.mu.Unlock()
+	r.verdicts.set(key, "")
 }
 
 func (r *TrainJobReconciler) state(key types.NamespacedName, uid types.UID) *jobState {
@@ -251,6 +259,9 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		return ctrl.Result{}, err
 	}
 	jobDone := trainJobFinished(&tj) || (wf != nil && wf.Finished)
+	if end, ok := succeededAt(wl); ok {
+		st.eta.settle(unixSeconds(end))
+	}
 	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !ptr.Deref(tj.Spec.Suspend, false)))
 
 	// The stored decision may have been edited by anyone who can write the
@@ -283,6 +294,9 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if sch.Run {
 		r.forecastAndDecide(&tj, wl, st, choice, facts, now, nowSec, sch.Why)
 		forecasted = true
+	}
+	if !st.decision.IsZero() {
+		r.verdicts.set(req.NamespacedName, st.decision.Verdict)
 	}
 
 	// 5. Apply the decision (every reconcile: level-based).
@@ -649,6 +663,9 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 				// apart by it), clamped for the policy.
 				mt := metav1.NewTime(*at)
 				st.work.LastPlannerEvictionTime = &mt
+				if f.Evicted.Reason != kueue.WorkloadDeactivated {
+					noteYield(f.GPUs, st.lastETA)
+				}
 				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(r.kueueClock.read(*at, now)))
 			}
 			admitted := ""
@@ -710,6 +727,8 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	}
 	f := forecast.Fit(st.hist, obj, nowSec, s)
 	metricFitDuration.Observe(time.Since(t0).Seconds())
+	st.lastETA = f.ETA
+	st.eta.record(&f, now)
 	metricForecasts.WithLabelValues(triggerLabel(why)).Inc()
 
 	prev := st.decision

@@ -204,12 +204,27 @@ func TestAlerts(t *testing.T) {
 	}
 }
 
-// TestDashboardPanels: the panels issue 17 asks for are there.
+// TestDashboardPanels: the panels issue 17 asks for are there, each
+// querying the metric that measures it.
 func TestDashboardPanels(t *testing.T) {
 	panels := dashboardExprs(t)
-	for _, want := range []string{"GPU-hours saved by stops", "Decisions by verdict", "Boost changes", "Decision latency", "Rejected reports", "Forecast error where known"} {
-		if len(panels[want]) == 0 {
-			t.Errorf("no panel %q with a query", want)
+	for title, metrics := range map[string][]string{
+		"GPU-hours freed by stops and yields": {"planner_gpu_hours_saved_total", "planner_gpu_hours_yielded_total"},
+		"Jobs by verdict":                     {"planner_jobs"},
+		"Boost changes":                       {"planner_boost_changes_total"},
+		"Decision latency":                    {"planner_update_to_decision_seconds_bucket"},
+		"Rejected reports":                    {"planner_rejections_total"},
+		"ETA error where known (finished jobs, by checkpoint)": {"planner_eta_error_ratio_bucket"},
+	} {
+		exprs := strings.Join(panels[title], "\n")
+		if exprs == "" {
+			t.Errorf("no panel %q with a query", title)
+			continue
+		}
+		for _, m := range metrics {
+			if !regexp.MustCompile(`\b` + m + `\b`).MatchString(exprs) {
+				t.Errorf("panel %q does not query %s: %s", title, m, exprs)
+			}
 		}
 	}
 }
