@@ -106,7 +106,8 @@ func gaugeValue(t *testing.T, name string, labels map[string]string) float64 {
 	return v
 }
 
-// gaugeValueOK returns the gauge's value, or -1 when it is not there.
+// gaugeValueOK returns the gauge's (or counter's) value in the
+// in-process planner's registry, or -1 when it is not there.
 func gaugeValueOK(labels map[string]string, name string) float64 {
 	mfs, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -117,8 +118,14 @@ func gaugeValueOK(labels map[string]string, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if labelsMatch(m, labels) && m.GetGauge() != nil {
+			if !labelsMatch(m, labels) {
+				continue
+			}
+			switch {
+			case m.GetGauge() != nil:
 				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -251,6 +251,7 @@ func TestPlannerPlateauedJobYields(t *testing.T) {
 	env := plannerEnv(t)
 	a, b, wlA, wlB := runningAndPending(ctx, t, env, "")
 	c := startPlanner(ctx, t, env, testConfig())
+	yields0, yieldedHours0 := gaugeValueOK(nil, "planner_yields_total"), gaugeValueOK(nil, "planner_gpu_hours_yielded_total")
 
 	replayStart := time.Now()
 	replayDone := replay(ctx, t, c, a, prefix(history(t, "synth__early-plateau").Reports, 0.9))
@@ -310,6 +311,15 @@ func TestPlannerPlateauedJobYields(t *testing.T) {
 	pf = waitPF(ctx, t, c, a, bound, "planner eviction recorded, yield kept while out", func(pf *v1alpha1.ProgressForecast) bool {
 		return pf.Status.LastPlannerEvictionTime != nil && pf.Status.Boost == -100
 	})
+	// The dashboard's outcome metrics saw the yield (docs/observability.md).
+	yields, yieldedHours := gaugeValueOK(nil, "planner_yields_total"), gaugeValueOK(nil, "planner_gpu_hours_yielded_total")
+	plateaued := gaugeValueOK(map[string]string{"verdict": string(preempt.Plateaued)}, "planner_jobs")
+	t.Logf("metrics: planner_yields_total %v → %v, planner_gpu_hours_yielded_total %.2f → %.2f, planner_jobs{verdict=Plateaued} %v",
+		yields0, yields, yieldedHours0, yieldedHours, plateaued)
+	if yields0 < 0 || yields-yields0 != 1 || yieldedHours <= yieldedHours0 || plateaued < 1 {
+		t.Errorf("outcome metrics: yields %v → %v (want +1), GPU-hours yielded %v → %v (want more), jobs Plateaued %v (want ≥ 1)",
+			yields0, yields, yieldedHours0, yieldedHours, plateaued)
+	}
 	if pf.Status.Workload != wlA.Name || pf.Status.ClusterQueue != "gpus" || pf.Status.Mode != "enforce" {
 		t.Errorf("status workload %q clusterQueue %q mode %q adviseOnly %q", pf.Status.Workload, pf.Status.ClusterQueue, pf.Status.Mode, pf.Status.AdviseOnly)
 	}
