@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
+
+	orderstats "github.com/progress-planner/planner/internal/stats"
 )
 
 // Summary is one policy's outcome. GPU-hours are GPUs × hours; times are
@@ -76,21 +78,7 @@ func distOf(xs []float64) Dist {
 	for _, x := range s {
 		sum += x
 	}
-	return Dist{Mean: sum / float64(len(s)), Median: quantile(s, 0.5), P95: quantile(s, 0.95)}
-}
-
-// quantile of sorted s, linear interpolation.
-func quantile(s []float64, q float64) float64 {
-	if len(s) == 1 {
-		return s[0]
-	}
-	pos := q * float64(len(s)-1)
-	i := int(math.Floor(pos))
-	if i >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	f := pos - float64(i)
-	return s[i]*(1-f) + s[i+1]*f
+	return Dist{Mean: sum / float64(len(s)), Median: orderstats.Quantile(s, 0.5), P95: orderstats.Quantile(s, 0.95)}
 }
 
 // JobOutcome is one job's fate in a run.

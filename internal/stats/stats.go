@@ -1,5 +1,6 @@
-// Package stats holds the small order statistics the forecaster and the
-// progress history share, so each is written once.
+// Package stats holds the small order statistics the forecaster, the
+// progress history, the backtest, the simulator and the admission
+// estimates share, so each is written once.
 package stats
 
 import (
@@ -30,4 +31,23 @@ func CentralZ(coverage float64) float64 {
 		coverage = 0.8
 	}
 	return math.Sqrt2 * math.Erfinv(coverage)
+}
+
+// Quantile is the q-quantile of v (q in [0, 1]) by linear interpolation
+// between the two nearest order statistics (numpy's default, so the
+// backtest matches ../shared/eval); NaN when v is empty; v is not
+// modified. Quantile(v, 0.5) equals Median(v).
+func Quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	c := slices.Clone(v)
+	slices.Sort(c)
+	pos := math.Min(math.Max(q, 0), 1) * float64(len(c)-1)
+	i := int(math.Floor(pos))
+	if i >= len(c)-1 {
+		return c[len(c)-1]
+	}
+	f := pos - float64(i)
+	return c[i] + (c[i+1]-c[i])*f
 }

@@ -2,6 +2,8 @@ package backtest
 
 import (
 	"sort"
+
+	"github.com/progress-planner/planner/internal/stats"
 )
 
 // allGroup names the group of every dataset.
@@ -10,7 +12,7 @@ const allGroup = "ALL"
 func statOf(v []float64) Stat {
 	s := Stat{N: len(v)}
 	if len(v) > 0 {
-		s.Mean, s.Median = fptr(meanOf(v)), fptr(medianOf(v))
+		s.Mean, s.Median = fptr(meanOf(v)), fptr(stats.Median(v))
 	}
 	return s
 }
@@ -19,8 +21,8 @@ func quantilesOf(v []float64) Quantiles {
 	q := Quantiles{N: len(v)}
 	if len(v) > 0 {
 		q.Mean = fptr(meanOf(v))
-		q.P10, q.P25, q.Median = fptr(percentile(v, 10)), fptr(percentile(v, 25)), fptr(percentile(v, 50))
-		q.P75, q.P90 = fptr(percentile(v, 75)), fptr(percentile(v, 90))
+		q.P10, q.P25, q.Median = fptr(stats.Quantile(v, 0.10)), fptr(stats.Quantile(v, 0.25)), fptr(stats.Quantile(v, 0.50))
+		q.P75, q.P90 = fptr(stats.Quantile(v, 0.75)), fptr(stats.Quantile(v, 0.90))
 	}
 	return q
 }

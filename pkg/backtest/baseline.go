@@ -243,36 +243,6 @@ func linearTimeToTarget(obsT []obsPoint, sign, target, c float64) (float64, bool
 	return math.Max(t2+(sign*target-z2)/slope, c), true
 }
 
-// medianOf is numpy's median (mean of the two middle values).
-func medianOf(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// percentile is numpy.percentile with linear interpolation (q in 0..100).
-func percentile(v []float64, q float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	pos := q / 100 * float64(len(s)-1)
-	lo := math.Floor(pos)
-	hi := math.Ceil(pos)
-	if lo == hi {
-		return s[int(lo)]
-	}
-	return s[int(lo)] + (s[int(hi)]-s[int(lo)])*(pos-lo)
-}
-
 func meanOf(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()

@@ -178,18 +178,13 @@ func TestLinearTimeToTarget(t *testing.T) {
 }
 
 func TestNumpyStats(t *testing.T) {
-	v := []float64{4, 1, 3, 2}
-	if m := medianOf(v); m != 2.5 {
-		t.Errorf("median %v", m)
-	}
-	// numpy.percentile([1,2,3,4], [10, 25, 90]) = 1.3, 1.75, 3.7
-	for q, want := range map[float64]float64{10: 1.3, 25: 1.75, 90: 3.7, 0: 1, 100: 4} {
-		if got := percentile(v, q); !near(got, want) {
-			t.Errorf("p%v = %v, want %v", q, got, want)
-		}
-	}
 	if s := statOf(nil); s.N != 0 || s.Mean != nil || s.Median != nil {
 		t.Errorf("empty stat %+v", s)
+	}
+	q := quantilesOf([]float64{4, 1, 3, 2})
+	// numpy.percentile([1,2,3,4], [10, 25, 50, 90]) = 1.3, 1.75, 2.5, 3.7
+	if !near(*q.P10, 1.3) || !near(*q.P25, 1.75) || !near(*q.Median, 2.5) || !near(*q.P90, 3.7) {
+		t.Errorf("quantiles %v %v %v %v, want numpy's 1.3 1.75 2.5 3.7", *q.P10, *q.P25, *q.Median, *q.P90)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -490,5 +491,5 @@ func medianInterval(reps []rep) float64 {
 	for i := range d {
 		d[i] = reps[i+1].t - reps[i].t
 	}
-	return medianOf(d)
+	return stats.Median(d)
 }
