@@ -230,6 +230,9 @@ func (e *engine) loop() {
 			e.stats.events++
 		case ev.kind == evArrival:
 			e.now = ev.t
+			if h, ok := e.pol.(arrivalHook); ok {
+				h.arrived(e, j)
+			}
 			j.state = phasePending
 			j.queue.addPending(j)
 			e.pending++

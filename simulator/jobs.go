@@ -33,6 +33,10 @@ type Job struct {
 	Curve *Curve `json:"-"`
 	// CurveName names the curve (a history file's name or a family).
 	CurveName string `json:"curve"`
+	// Pinned: the live planner's boost LiveBoost holds for the whole run
+	// under the planner and oracle policies (JobSpec.Boost).
+	Pinned    bool  `json:"pinned,omitempty"`
+	LiveBoost int32 `json:"liveBoost,omitempty"`
 }
 
 // PlateauWork is the running time at which the job's plateau begins (ground

@@ -59,6 +59,12 @@ type policy interface {
 	evicted(e *engine, j *jobState, byPlanner bool)
 }
 
+// arrivalHook is implemented by policies that act on a job when it is
+// submitted, before its first scheduling pass.
+type arrivalHook interface {
+	arrived(e *engine, j *jobState)
+}
+
 func newPolicy(name string, o *Options) (policy, error) {
 	switch name {
 	case PolicyKueue:
@@ -238,7 +244,18 @@ func (d *decider) decide(e *engine, j *jobState, running bool) {
 	}
 }
 
+// arrived applies a pinned job's live boost before it is first queued.
+func (d *decider) arrived(e *engine, j *jobState) {
+	if j.Pinned {
+		j.boost = j.LiveBoost
+	}
+}
+
 func (d *decider) admitted(e *engine, j *jobState) float64 {
+	if j.Pinned {
+		e.setBoost(j, j.LiveBoost)
+		return math.Inf(1) // the live decision holds: no ticks
+	}
 	if j.boost != 0 {
 		// Readmitted with the boost it was evicted with (a yield kept
 		// while it waited): decide at once, as the controller does on a
@@ -259,6 +276,9 @@ func (d *decider) evicted(e *engine, j *jobState, byPlanner bool) {
 	if byPlanner {
 		t := e.now
 		j.lastPlannerEvt = &t
+	}
+	if j.Pinned {
+		return // keeps its live boost while it waits
 	}
 	d.decide(e, j, false)
 }

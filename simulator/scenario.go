@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	orderstats "github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -87,6 +88,13 @@ type JobSpec struct {
 	GPUs     int     `json:"gpus"`
 	Priority int32   `json:"priority"`
 	Duration Seconds `json:"duration"`
+	// DurationLo and DurationHi, when set, are an 80 % interval of the run
+	// time around Duration (a forecast's ETA interval, --from-cluster):
+	// each seed then draws the run time from a log-normal with median
+	// Duration and these 10 % / 90 % quantiles (split at the median, so
+	// the interval may be lopsided). Unset: the run time is Duration.
+	DurationLo Seconds `json:"durationLo,omitempty"`
+	DurationHi Seconds `json:"durationHi,omitempty"`
 	// TotalSteps defaults to 10000.
 	TotalSteps float64 `json:"totalSteps,omitempty"`
 	// CheckpointInterval overrides the scenario's for this job.
@@ -94,6 +102,12 @@ type JobSpec struct {
 	// PlateauAt is the run fraction where the job's (exponential) curve
 	// plateaus; 0 or >= 1: a curve that improves until the end.
 	PlateauAt float64 `json:"plateauAt,omitempty"`
+	// Boost, when set, is the priority boost the live planner had applied
+	// at the snapshot (--from-cluster: a yield or a near-done protection).
+	// The planner and oracle policies keep it for the whole run instead of
+	// re-deciding the job: the simulation lacks the history that decision
+	// rests on. Kueue alone and LAS ignore it.
+	Boost *int32 `json:"boost,omitempty"`
 }
 
 // TraceSource names a cluster trace.
@@ -306,6 +320,9 @@ func (s *Scenario) checkJobs() error {
 		}
 		if !(j.PlateauAt >= 0) || math.IsInf(j.PlateauAt, 0) {
 			return fmt.Errorf("scenario: jobs[%d].plateauAt %g: must be a finite run fraction >= 0", i, j.PlateauAt)
+		}
+		if (j.DurationLo != 0 || j.DurationHi != 0) && !(j.DurationLo > 0 && j.DurationLo <= j.Duration && j.Duration <= j.DurationHi && j.DurationHi <= MaxSeconds) {
+			return fmt.Errorf("scenario: jobs[%d]: durationLo %v <= duration %v <= durationHi %v <= %d s, with durationLo > 0, or neither set", i, j.DurationLo, j.Duration, j.DurationHi, MaxSeconds)
 		}
 	}
 	return nil
@@ -553,6 +570,9 @@ func (s *Scenario) Resolve() (*Input, error) {
 			if err != nil {
 				return nil, err
 			}
+			if js.DurationLo > 0 {
+				j.Duration = drawDuration(float64(js.Duration), float64(js.DurationLo), float64(js.DurationHi), jobRNG(s.Seed, i, 3))
+			}
 			in.Jobs = append(in.Jobs, j)
 		}
 	case s.Trace != nil:
@@ -601,7 +621,23 @@ func (js JobSpec) job(i int) (*Job, error) {
 		Duration: float64(js.Duration), TotalSteps: js.TotalSteps, Checkpoint: float64(js.CheckpointInterval)}
 	j.Curve = SimpleCurve(js.PlateauAt)
 	j.CurveName = j.Curve.Name
+	if js.Boost != nil {
+		j.Pinned, j.LiveBoost = true, *js.Boost
+	}
 	return j, j.validate()
+}
+
+// drawDuration draws a run time with median d and 10 % / 90 % quantiles
+// lo and hi: a log-normal split at the median, so a lopsided forecast
+// interval stays lopsided. The draw is clamped to [1 s, MaxSeconds].
+func drawDuration(d, lo, hi float64, r *rng) float64 {
+	z := orderstats.CentralZ(0.8)
+	u := r.Norm()
+	sigma := math.Log(hi/d) / z
+	if u < 0 {
+		sigma = math.Log(d/lo) / z
+	}
+	return math.Min(math.Max(math.Round(d*math.Exp(u*sigma)), 1), MaxSeconds)
 }
 
 // SimpleCurve is a noiseless curve: exponential with its plateau onset at

@@ -49,5 +49,8 @@ func Quantile(v []float64, q float64) float64 {
 		return c[len(c)-1]
 	}
 	f := pos - float64(i)
+	if f == 0 || c[i] == c[i+1] {
+		return c[i] // also keeps +Inf values (never happened) from making NaN
+	}
 	return c[i] + (c[i+1]-c[i])*f
 }

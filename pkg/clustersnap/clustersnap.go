@@ -258,6 +258,17 @@ type pendingJob struct {
 	key     string
 }
 
+// etaInterval is the forecast's 80 % ETA interval as the job's run-time
+// interval (each seed draws within it), or none when it does not bracket
+// the run time d within the simulator's range.
+func etaInterval(d, lo, hi float64) (simulator.Seconds, simulator.Seconds) {
+	lo, hi = math.Round(lo), math.Round(hi)
+	if !(lo >= 1 && lo <= d && d <= hi && hi <= simulator.MaxSeconds) {
+		return 0, 0
+	}
+	return simulator.Seconds(lo), simulator.Seconds(hi)
+}
+
 // skipCounts count the Workloads left out or approximated, for the notes.
 type skipCounts struct{ noETA, noGPU, noQueue, inactive int }
 
@@ -295,6 +306,7 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 			}
 			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
 				js.Duration = simulator.Seconds(math.Max(1, math.Round(fc.ETA.Value)))
+				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), fc.ETA.Lo, fc.ETA.Hi)
 			} else {
 				sk.noETA++
 			}
@@ -303,6 +315,12 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 			}
 		} else {
 			sk.noETA++
+		}
+		if v.Boost != 0 {
+			// The live planner's yield or protection holds in the
+			// simulation (simulator.JobSpec.Boost).
+			b := v.Boost
+			js.Boost = &b
 		}
 		pj := pendingJob{spec: js, created: v.CreatedAt, key: v.Namespace + "/" + v.Name}
 		if v.State == report.Running {

@@ -1,0 +1,191 @@
+// Package admission estimates when waiting jobs will be admitted: it runs
+// the simulator forward from a cluster scenario (pkg/clustersnap) in
+// several futures and reads each job's admission time off every run.
+//
+// The futures differ in the run times of the jobs ahead: a job whose
+// forecast has an ETA interval draws its run time from it in each future
+// (simulator.JobSpec.DurationLo/Hi), so the spread of the admission times
+// is the spread the forecasts carry, not a guess added on top. Queue
+// order, quotas, cohort borrowing, preemption and the planner's own
+// yields and stops are the simulator's, the same code as
+// `planner simulate`. The estimate is pure: a scenario and settings in,
+// the same estimates out.
+package admission
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/progress-planner/planner/internal/stats"
+	"github.com/progress-planner/planner/simulator"
+)
+
+// Settings of an estimate.
+type Settings struct {
+	// Runs is the number of futures (seeds 1..Runs); 20 when 0.
+	Runs int
+	// Policy is the simulator policy that stands for the cluster's
+	// behaviour: simulator.PolicyPlanner where the planner enforces,
+	// simulator.PolicyKueue where it only advises.
+	Policy string
+	// Options are the simulator's run options (the scenario's own are
+	// applied on top, as `planner simulate` does).
+	Options simulator.Options
+}
+
+// DefaultRuns is the number of futures when Settings.Runs is 0: enough for
+// a 10 %–90 % interval to move by at most one run's value between
+// neighbouring quantiles, and each run of a cluster snapshot takes
+// milliseconds.
+const DefaultRuns = 20
+
+// Estimate is one waiting job's admission estimate. Times are seconds
+// after the snapshot.
+type Estimate struct {
+	Job string `json:"job"`
+	// Runs simulated and, of those, Admitted: runs that admitted the job
+	// before their end (every job done or the scenario's horizon).
+	Runs     int `json:"runs"`
+	Admitted int `json:"admitted"`
+	// P10, Median and P90 of the admission time over all runs, a run that
+	// never admitted it counting as +Inf: a quantile past the admitted
+	// share is +Inf ("not within the simulated horizon").
+	P10    float64 `json:"p10Seconds"`
+	Median float64 `json:"medianSeconds"`
+	P90    float64 `json:"p90Seconds"`
+	// Causes counts, over the runs that admitted the job, what freed the
+	// GPUs it was admitted into (Cause* names).
+	Causes map[string]int `json:"causes,omitempty"`
+}
+
+// The causes of an admission, from the run's event log.
+const (
+	CauseFree     = "GPUs already free"                      // admitted without anything ending first
+	CauseFinished = "a running job finished"                 // the last freeing event was a completion
+	CauseStopped  = "a stalled job was stopped"              // a deactivation (the planner's opt-in stop)
+	CauseYield    = "a job yielded or was preempted"         // a preemption by another job
+	CausePreempts = "it preempts a lower-priority admission" // the job itself preempted
+)
+
+// Estimates simulates sc forward s.Runs times and returns the estimate
+// of each job named in jobs (simulator job names), in that order.
+func Estimates(sc *simulator.Scenario, jobs []string, s Settings) ([]Estimate, error) {
+	runs := s.Runs
+	if runs == 0 {
+		runs = DefaultRuns
+	}
+	if runs < 1 || runs > 1000 {
+		return nil, fmt.Errorf("admission: %d runs: want 1 to 1000", runs)
+	}
+	times := make([][]float64, len(jobs))
+	causes := make([]map[string]int, len(jobs))
+	for i := range causes {
+		causes[i] = map[string]int{}
+	}
+	for k := 1; k <= runs; k++ {
+		res, err := runFuture(sc, uint64(k), s)
+		if err != nil {
+			return nil, err
+		}
+		for i, name := range jobs {
+			t, cause, err := admissionOf(res, name)
+			if err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], t)
+			if cause != "" {
+				causes[i][cause]++
+			}
+		}
+	}
+	out := make([]Estimate, len(jobs))
+	for i, name := range jobs {
+		e := Estimate{Job: name, Runs: runs, Causes: causes[i],
+			P10: stats.Quantile(times[i], 0.1), Median: stats.Quantile(times[i], 0.5), P90: stats.Quantile(times[i], 0.9)}
+		for _, t := range times[i] {
+			if !math.IsInf(t, 1) {
+				e.Admitted++
+			}
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// runFuture runs one future: the scenario under seed, with its event log.
+func runFuture(sc *simulator.Scenario, seed uint64, s Settings) (*simulator.Result, error) {
+	c := *sc
+	c.Seed = seed
+	in, err := c.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
+	opt, err := c.Options(s.Options)
+	if err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
+	opt.RecordEvents, opt.Progress, opt.Observe = true, nil, nil
+	pol := s.Policy
+	if pol == "" {
+		pol = simulator.PolicyPlanner
+	}
+	res, err := simulator.Run(in, pol, opt)
+	if err != nil {
+		return nil, fmt.Errorf("admission: run %d: %w", seed, err)
+	}
+	return res, nil
+}
+
+// admissionOf is job's first admission in res, relative to the snapshot
+// (+Inf when never), and what freed its GPUs.
+func admissionOf(res *simulator.Result, job string) (float64, string, error) {
+	i := slices.IndexFunc(res.Jobs, func(o simulator.JobOutcome) bool { return o.Name == job })
+	if i < 0 {
+		return 0, "", fmt.Errorf("admission: no job %q in the scenario", job)
+	}
+	o := res.Jobs[i]
+	if math.IsNaN(o.FirstAdmit) {
+		return math.Inf(1), "", nil
+	}
+	return o.FirstAdmit, causeOf(res.Records, job, o.Queue, o.Arrival, o.FirstAdmit), nil
+}
+
+// causeOf reads the event log between job's arrival and its admission
+// at t: its own preemptions first, else the last event that freed GPUs in
+// its ClusterQueue, else in any queue (borrowing from the cohort).
+func causeOf(recs []simulator.Record, job, queue string, arrival, t float64) string {
+	own, any := "", ""
+	for _, r := range recs {
+		if r.T > t {
+			break
+		}
+		if r.T < arrival {
+			continue
+		}
+		c := ""
+		switch {
+		case r.Type == "preempt" && r.By == job:
+			return CausePreempts
+		case r.Type == "preempt":
+			c = CauseYield
+		case r.Type == "deactivate":
+			c = CauseStopped
+		case r.Type == "finish":
+			c = CauseFinished
+		default:
+			continue
+		}
+		any = c
+		if r.Queue == queue {
+			own = c
+		}
+	}
+	switch {
+	case own != "":
+		return own
+	case any != "":
+		return any
+	}
+	return CauseFree
+}
