@@ -15,9 +15,10 @@ import (
 )
 
 type explainFlags struct {
-	kube   kubeFlags
-	output *outputFlag
-	gpu    string
+	kube      kubeFlags
+	output    *outputFlag
+	gpu       string
+	admission admissionFlags
 }
 
 func newExplainCmd() *cobra.Command {
@@ -31,7 +32,12 @@ the waiting Workloads (effective priority, then creation time, as Kueue
 orders them), base priority + priority boost = effective priority, the
 admitted Workloads it could preempt or is protected from (or, for a running
 job, the waiting ones that could preempt it), and the planner's verdict,
-reason and evidence from the job's ProgressForecast.
+reason and evidence from the job's ProgressForecast. For a waiting job it
+estimates when it will be admitted, with an 80 % interval, by simulating
+the cluster forward (--admission-runs futures, the scenario
+'planner simulate --from-cluster' builds: the queue ahead, each job's
+forecast ETA and its interval, borrowing, preemption, the planner's
+yields) and says what freed the GPUs.
 
 NAME is a TrainJob (its Workload is found by the kueue.x-k8s.io/job-uid
 label) or a Workload. Read-only. docs/report.md has the details.`,
@@ -41,6 +47,7 @@ label) or a Workload. Read-only. docs/report.md has the details.`,
 	fl.kube.add(cmd, "namespace of NAME (default: the context's namespace)")
 	fl.output = addOutputFlag(cmd, formatTable, formatJSON)
 	cmd.Flags().StringVar(&fl.gpu, "gpu-resource", "nvidia.com/gpu", "resource name counted as GPUs")
+	fl.admission.add(cmd)
 	return cmd
 }
 
@@ -75,9 +82,14 @@ func runExplain(cmd *cobra.Command, arg string, fl *explainFlags) error {
 	if all, err := clusterview.Read(ctx, c, ""); err == nil {
 		snap.Workloads, snap.LocalQueues = all.Workloads, all.LocalQueues
 	}
-	in, err := snap.ExplainInput(ns, name, uid, clusterview.Options{GPUResource: gpuName(fl.gpu), Now: time.Now()})
+	now := time.Now()
+	in, err := snap.ExplainInput(ns, name, uid, clusterview.Options{GPUResource: gpuName(fl.gpu), Now: now})
 	if err != nil {
 		return err
 	}
-	return report.WriteExplanation(cmd.OutOrStdout(), report.Explain(in), fl.output.String())
+	e := report.Explain(in)
+	if err := fl.admission.estimate(snap, fl.gpu, now, &e); err != nil {
+		return err
+	}
+	return report.WriteExplanation(cmd.OutOrStdout(), e, fl.output.String())
 }

@@ -105,8 +105,66 @@ type Explanation struct {
 	AdviseOnly   string   `json:"adviseOnly,omitempty"`
 	AdvisedBoost int32    `json:"advisedBoost"`
 	Evidence     []string `json:"evidence,omitempty"`
+	// Admission is the estimate of when a waiting Workload is admitted
+	// (nil when not waiting or not estimated).
+	Admission *AdmissionEstimate `json:"admission,omitempty"`
 	// Summary is the one-line answer.
 	Summary string `json:"summary"`
+}
+
+// AdmissionEstimate is when a waiting Workload is expected to be
+// admitted, from forward simulations of the cluster (pkg/admission).
+// Times are seconds from now; nil: not within the simulated future in
+// that share of the runs.
+type AdmissionEstimate struct {
+	Runs     int      `json:"runs"`
+	Admitted int      `json:"admitted"`
+	Policy   string   `json:"policy"`
+	P10      *float64 `json:"p10Seconds"`
+	Median   *float64 `json:"medianSeconds"`
+	P90      *float64 `json:"p90Seconds"`
+	// Causes: in how many runs each event freed the GPUs it was admitted
+	// into, most frequent first.
+	Causes []CauseCount `json:"causes,omitempty"`
+	// Note says why there is no estimate, when there is none.
+	Note string `json:"note,omitempty"`
+}
+
+// CauseCount is one cause of an admission and its number of runs.
+type CauseCount struct {
+	Cause string `json:"cause"`
+	Runs  int    `json:"runs"`
+}
+
+// Text is the estimate in one line, for explain and the live page.
+func (a *AdmissionEstimate) Text() string {
+	if a == nil {
+		return ""
+	}
+	if a.Note != "" {
+		return a.Note
+	}
+	when := func(p *float64) string {
+		if p == nil {
+			return "not within the simulated future"
+		}
+		return humanize.Duration(*p)
+	}
+	var b strings.Builder
+	if a.Median == nil {
+		fmt.Fprintf(&b, "not expected within the simulated future (admitted in %d of %d runs)", a.Admitted, a.Runs)
+	} else {
+		fmt.Fprintf(&b, "expected in %s (80 %%: %s to %s)", humanize.Duration(*a.Median), when(a.P10), when(a.P90))
+	}
+	fmt.Fprintf(&b, "; %d simulated futures under the %s policy", a.Runs, a.Policy)
+	if len(a.Causes) > 0 {
+		parts := make([]string, len(a.Causes))
+		for i, c := range a.Causes {
+			parts[i] = fmt.Sprintf("%s (%d)", c.Cause, c.Runs)
+		}
+		fmt.Fprintf(&b, "; GPUs freed by: %s", strings.Join(parts, ", "))
+	}
+	return b.String()
 }
 
 // queueOrder is Kueue's order of pending Workloads (queueorder.Compare).
@@ -273,6 +331,9 @@ func WriteExplanation(w io.Writer, e Explanation, format string) error {
 		writePeers(&b, "Ahead of it", e.Ahead)
 		writePeers(&b, "Could preempt", e.CouldPreempt)
 		writePeers(&b, "Protected from", e.ProtectedFrom)
+		if e.Admission != nil {
+			fmt.Fprintf(&b, "Admission:      %s\n", e.Admission.Text())
+		}
 	}
 	if e.State == Running {
 		writePeers(&b, "Preemptible by", e.PreemptibleBy)

@@ -137,6 +137,25 @@ func TestExplainScenarios(t *testing.T) {
 		if got := explainField(outB, "Position"); got != "1 of 1 waiting" {
 			t.Errorf("job-b: Position %q", got)
 		}
+		// When job-b will be admitted: job-a's protection holds in the
+		// simulated futures, so job-b waits for job-a to finish, within
+		// job-a's ETA interval.
+		if got := explainField(outB, "Admission"); !strings.HasPrefix(got, "expected in ") || !strings.Contains(got, "a running job finished") {
+			t.Errorf("job-b: Admission %q, want an estimate after job-a finishes", got)
+		}
+		var eb report.Explanation
+		if err := json.Unmarshal([]byte(explain("job-b", "-n", ns, "-o", "json")), &eb); err != nil {
+			t.Fatal(err)
+		}
+		adm := eb.Admission
+		if adm == nil || adm.Median == nil || adm.P10 == nil || adm.P90 == nil || adm.Admitted != adm.Runs || adm.Runs != 20 ||
+			!(*adm.P10 <= *adm.Median && *adm.Median <= *adm.P90) || len(adm.Causes) != 1 || adm.Causes[0].Cause != "a running job finished" {
+			t.Errorf("job-b: admission estimate %+v, want 20 of 20 runs admitted after job-a finishes, P10 <= median <= P90", adm)
+		} else {
+			pfA := waitPF(ctx, t, c, a, plannerBound, "a forecast", func(pf *v1alpha1.ProgressForecast) bool { return pf.Status.Forecast != nil })
+			t.Logf("job-b admission: median %.0f s (P10 %.0f, P90 %.0f); job-a ETA %s (80 %%: %s)",
+				*adm.Median, *adm.P10, *adm.P90, pfA.Status.Forecast.ETA, pfA.Status.Forecast.ETARange)
+		}
 		if err := <-done; err != nil {
 			t.Errorf("replay: %v", err)
 		}
