@@ -1,11 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,49 +48,11 @@ func (f *admissionFlags) estimate(snap *clusterview.Snapshot, gpu string, now ti
 	if err != nil || h < 0 {
 		return usageErrorf("--arrivals-horizon %q: want a duration >= 0", f.horizon)
 	}
-	e.Admission = &report.AdmissionEstimate{Runs: f.runs, Policy: f.policy}
-	sc, _, err := clustersnap.Scenario(snap, clustersnap.Options{GPUResource: gpuName(gpu), Now: now, DefaultDuration: dd, Horizon: h})
+	est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: gpuName(gpu), Now: now, DefaultDuration: dd, Horizon: h},
+		admission.Settings{Runs: f.runs, Policy: f.policy, Options: simulator.DefaultOptions()})
 	if err != nil {
 		return fmt.Errorf("admission estimate: %w", err)
 	}
-	job := simulatedName(e)
-	if !slices.ContainsFunc(sc.Jobs, func(j simulator.JobSpec) bool { return j.Name == job }) {
-		e.Admission.Note = "no estimate: the Workload is not in the simulated cluster (no " + gpu + " request, or its ClusterQueue has no " + gpu + " quota)"
-		return nil
-	}
-	es, err := admission.Estimates(sc, []string{job}, admission.Settings{Runs: f.runs, Policy: f.policy, Options: simulator.DefaultOptions()})
-	if err != nil {
-		return err
-	}
-	fillAdmission(e.Admission, es[0])
+	e.Admission = est[e.Workload]
 	return nil
-}
-
-// simulatedName is the job's name in a clustersnap scenario: NS/JOB for a
-// Workload owned by a job, NS/WORKLOAD otherwise.
-func simulatedName(e *report.Explanation) string {
-	ns, wl, _ := strings.Cut(e.Workload, "/")
-	if e.TrainJob != "" {
-		return ns + "/" + e.TrainJob
-	}
-	return ns + "/" + wl
-}
-
-// fillAdmission copies an estimate into the explanation's model: +Inf
-// (never within the simulated future) becomes nil, causes most frequent
-// first.
-func fillAdmission(a *report.AdmissionEstimate, est admission.Estimate) {
-	finite := func(x float64) *float64 {
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return nil
-		}
-		return &x
-	}
-	a.Admitted, a.P10, a.Median, a.P90 = est.Admitted, finite(est.P10), finite(est.Median), finite(est.P90)
-	for c, n := range est.Causes {
-		a.Causes = append(a.Causes, report.CauseCount{Cause: c, Runs: n})
-	}
-	slices.SortFunc(a.Causes, func(x, y report.CauseCount) int {
-		return cmp.Or(cmp.Compare(y.Runs, x.Runs), cmp.Compare(x.Cause, y.Cause))
-	})
 }

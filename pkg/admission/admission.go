@@ -15,7 +15,6 @@ package admission
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/simulator"
@@ -33,6 +32,9 @@ type Settings struct {
 	// applied on top, as `planner simulate` does).
 	Options simulator.Options
 }
+
+// defaultPolicy is the policy when Settings.Policy is empty.
+const defaultPolicy = simulator.PolicyPlanner
 
 // DefaultRuns is the number of futures when Settings.Runs is 0: enough for
 // a 10 %–90 % interval to move by at most one run's value between
@@ -88,8 +90,12 @@ func Estimates(sc *simulator.Scenario, jobs []string, s Settings) ([]Estimate, e
 		if err != nil {
 			return nil, err
 		}
+		index := make(map[string]int, len(res.Jobs))
+		for i, o := range res.Jobs {
+			index[o.Name] = i
+		}
 		for i, name := range jobs {
-			t, cause, err := admissionOf(res, name)
+			t, cause, err := admissionOf(res, index, name)
 			if err != nil {
 				return nil, err
 			}
@@ -128,7 +134,7 @@ func runFuture(sc *simulator.Scenario, seed uint64, s Settings) (*simulator.Resu
 	opt.RecordEvents, opt.Progress, opt.Observe = true, nil, nil
 	pol := s.Policy
 	if pol == "" {
-		pol = simulator.PolicyPlanner
+		pol = defaultPolicy
 	}
 	res, err := simulator.Run(in, pol, opt)
 	if err != nil {
@@ -139,9 +145,9 @@ func runFuture(sc *simulator.Scenario, seed uint64, s Settings) (*simulator.Resu
 
 // admissionOf is job's first admission in res, relative to the snapshot
 // (+Inf when never), and what freed its GPUs.
-func admissionOf(res *simulator.Result, job string) (float64, string, error) {
-	i := slices.IndexFunc(res.Jobs, func(o simulator.JobOutcome) bool { return o.Name == job })
-	if i < 0 {
+func admissionOf(res *simulator.Result, index map[string]int, job string) (float64, string, error) {
+	i, ok := index[job]
+	if !ok {
 		return 0, "", fmt.Errorf("admission: no job %q in the scenario", job)
 	}
 	o := res.Jobs[i]

@@ -258,6 +258,15 @@ type pendingJob struct {
 	key     string
 }
 
+// JobName is a Workload's job name in the scenario: NS/JOB for a Workload
+// owned by a job, NS/WORKLOAD otherwise.
+func JobName(v report.WorkloadView) string {
+	if v.Job != "" {
+		return v.Namespace + "/" + v.Job
+	}
+	return v.Namespace + "/" + v.Name
+}
+
 // etaInterval is the forecast's 80 % ETA interval as the job's run-time
 // interval (each seed draws within it), or none when it does not bracket
 // the run time d within the simulator's range.
@@ -293,11 +302,7 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 			sk.noQueue++
 			continue
 		}
-		name := v.Name
-		if v.Job != "" {
-			name = v.Job
-		}
-		js := simulator.JobSpec{Name: v.Namespace + "/" + name, Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
+		js := simulator.JobSpec{Name: JobName(v), Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
 			Duration: simulator.Seconds(o.DefaultDuration)}
 		if pf := forecastFor(wl); pf != nil {
 			fc, _, _, err := clusterview.ForecastOf(pf, o.Now)

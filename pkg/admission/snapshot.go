@@ -1,0 +1,90 @@
+package admission
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/progress-planner/planner/pkg/clustersnap"
+	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/report"
+)
+
+// ForWaiting estimates the admission of every waiting Workload of snap in
+// one set of futures (the runs cost the same for one job or all). The
+// result is keyed by NAMESPACE/NAME of both the Workload and the job that
+// owns it, as explain and the report name them. A waiting Workload the
+// scenario leaves out (no GPUs, an unknown queue) gets a Note instead.
+func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (map[string]*report.AdmissionEstimate, error) {
+	sc, _, err := clustersnap.Scenario(snap, o)
+	if err != nil {
+		return nil, err
+	}
+	inScenario := map[string]bool{}
+	for _, j := range sc.Jobs {
+		inScenario[j.Name] = true
+	}
+	viewOf := snap.ViewOf(o.GPUResource)
+	var names []string
+	keys := map[string][]string{} // simulated name → the keys it answers
+	out := map[string]*report.AdmissionEstimate{}
+	for i := range snap.Workloads {
+		v := viewOf(&snap.Workloads[i])
+		if v.State != report.Waiting {
+			continue
+		}
+		name := clustersnap.JobName(v)
+		k := []string{v.Key()}
+		if v.Job != "" {
+			k = append(k, v.Namespace+"/"+v.Job)
+		}
+		if !inScenario[name] {
+			for _, key := range k {
+				out[key] = &report.AdmissionEstimate{Note: "no estimate: the Workload is not in the simulated cluster (no " + string(o.GPUResource) + " request, or its ClusterQueue has no " + string(o.GPUResource) + " quota)"}
+			}
+			continue
+		}
+		if _, dup := keys[name]; !dup {
+			names = append(names, name)
+		}
+		keys[name] = append(keys[name], k...)
+	}
+	if len(names) == 0 {
+		return out, nil
+	}
+	es, err := Estimates(sc, names, s)
+	if err != nil {
+		return nil, err
+	}
+	pol := s.Policy
+	if pol == "" {
+		pol = defaultPolicy
+	}
+	for _, e := range es {
+		a := reportEstimate(e, pol)
+		for _, key := range keys[e.Job] {
+			out[key] = a
+		}
+	}
+	return out, nil
+}
+
+// reportEstimate is e in the report's model: +Inf (not admitted within the
+// simulated future) becomes nil, causes most frequent first.
+func reportEstimate(e Estimate, policy string) *report.AdmissionEstimate {
+	finite := func(x float64) *float64 {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	a := &report.AdmissionEstimate{Runs: e.Runs, Admitted: e.Admitted, Policy: policy,
+		P10: finite(e.P10), Median: finite(e.Median), P90: finite(e.P90)}
+	for c, n := range e.Causes {
+		a.Causes = append(a.Causes, report.CauseCount{Cause: c, Runs: n})
+	}
+	slices.SortFunc(a.Causes, func(x, y report.CauseCount) int {
+		return cmp.Or(cmp.Compare(y.Runs, x.Runs), cmp.Compare(x.Cause, y.Cause))
+	})
+	return a
+}
