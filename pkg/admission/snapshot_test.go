@@ -69,4 +69,3 @@ func TestForWaiting(t *testing.T) {
 		t.Error("a running Workload got an admission estimate")
 	}
 }
-
