@@ -8,8 +8,10 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/progress-planner/planner/pkg/admission"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/reportui"
+	"github.com/progress-planner/planner/simulator"
 )
 
 // addReportUI adds the read-only report page (--ui-addr) to the manager:
@@ -22,8 +24,13 @@ func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log
 	if fl.uiRefresh <= 0 {
 		return usageErrorf("--ui-refresh %v: want a positive duration", fl.uiRefresh)
 	}
+	// The admission estimates simulate the controller's own policy (its
+	// advise or enforce mode included).
+	sim := simulator.DefaultOptions()
+	sim.Policy = cfg.Policy
 	s := reportui.New(mgr.GetClient(), mgr.GetAPIReader(), reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
-		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders})
+		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders,
+		Admission: &admission.Settings{Runs: admission.DefaultRuns, Policy: simulator.PolicyPlanner, Options: sim}})
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("add the report page: %w", err)
 	}

@@ -136,7 +136,27 @@ type CauseCount struct {
 	Runs  int    `json:"runs"`
 }
 
-// Text is the estimate in one line, for explain and the live page.
+// Short is the estimate in a few words, for a table cell: "starts in
+// 1h05m, 80 %: 40m–2h10m".
+func (a *AdmissionEstimate) Short() string {
+	switch {
+	case a == nil || a.Note != "":
+		return ""
+	case a.Median == nil:
+		return "not expected to start within the simulated future"
+	}
+	hi := "later"
+	if a.P90 != nil {
+		hi = humanize.Duration(*a.P90)
+	}
+	lo := humanize.Duration(*a.Median)
+	if a.P10 != nil {
+		lo = humanize.Duration(*a.P10)
+	}
+	return fmt.Sprintf("starts in %s, 80 %%: %s–%s", humanize.Duration(*a.Median), lo, hi)
+}
+
+// Text is the estimate in one line, for explain.
 func (a *AdmissionEstimate) Text() string {
 	if a == nil {
 		return ""

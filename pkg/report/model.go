@@ -135,6 +135,26 @@ type JobRow struct {
 	Plateaued         bool     `json:"plateaued,omitempty"`
 	Verdict           string   `json:"verdict,omitempty"`
 	Reason            string   `json:"reason,omitempty"`
+	// Admission: for a waiting job, when it is expected to be admitted
+	// (SetAdmissions; the live page).
+	Admission *AdmissionEstimate `json:"admission,omitempty"`
+}
+
+// SetAdmissions attaches admission estimates to the waiting jobs (keyed
+// by NAMESPACE/NAME, as admission.ForWaiting returns them); a waiting job
+// without a state note shows the estimate in its state cell.
+func (r *Report) SetAdmissions(m map[string]*AdmissionEstimate) {
+	for i := range r.Jobs {
+		j := &r.Jobs[i]
+		a := m[j.Key()]
+		if j.State != Waiting || a == nil {
+			continue
+		}
+		j.Admission = a
+		if j.StateNote == "" {
+			j.StateNote = a.Short()
+		}
+	}
 }
 
 // Key is NAMESPACE/NAME (NAME without a namespace).

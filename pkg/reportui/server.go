@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/progress-planner/planner/pkg/admission"
+	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/report"
 )
@@ -43,7 +45,18 @@ type Options struct {
 	// Wrap, when set, wraps the page's handler (planner run adds its
 	// security headers there).
 	Wrap func(http.Handler) http.Handler
+	// Admission, when set, estimates when each waiting job is admitted
+	// (pkg/admission, its Options.Policy the controller's policy) at every
+	// rebuild; nil: no estimates.
+	Admission *admission.Settings
 }
+
+// The live page's admission estimates use explain's defaults: a job
+// without an ETA runs 1 h, the last 24 h of Workloads arrive again.
+const (
+	admissionDefaultDuration = 3600
+	admissionArrivals        = 24 * 3600
+)
 
 // Server builds and serves the page.
 type Server struct {
@@ -89,6 +102,15 @@ func (s *Server) Rebuild(ctx context.Context) error {
 	in.Source = "planner run (read-only)"
 	in.RefreshSeconds = max(int(s.opt.Refresh.Seconds()), 1)
 	r := report.Build(in)
+	if s.opt.Admission != nil {
+		est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
+			DefaultDuration: admissionDefaultDuration, Horizon: admissionArrivals}, *s.opt.Admission)
+		if err != nil {
+			// The page still shows everything else.
+			s.opt.Log.Error(err, "admission estimates")
+		}
+		r.SetAdmissions(est)
+	}
 	var h, j bytes.Buffer
 	if err := r.Write(&h, "html"); err != nil {
 		s.setFailed("rendering the report failed")

@@ -299,7 +299,12 @@ func TestLivePageInBrowser(t *testing.T) {
 	if cells := d.rows["team-a/job-a"]; len(cells) < 11 || !strings.HasPrefix(cells[3], "running") || cells[10] == "—" || cells[5] == "—" {
 		t.Errorf("job-a's row lacks state, ETA or verdict: %q", cells)
 	}
-	t.Logf("rendered DOM: %d job rows, %d queue rows, %d job charts, %d queue charts; job-a: %q", d.jobRows, d.queueRows, d.jobSVGs, d.queueSVGs, d.rows["team-a/job-a"])
+	// job-b waits behind job-a: its state says when it is expected to
+	// start (the admission estimate, docs/report.md).
+	if cells := d.rows["team-a/job-b"]; len(cells) < 4 || !strings.HasPrefix(cells[3], "waiting") || !strings.Contains(cells[3], "starts in ") {
+		t.Errorf("job-b's row lacks its admission estimate: %q", cells)
+	}
+	t.Logf("rendered DOM: %d job rows, %d queue rows, %d job charts, %d queue charts; job-a: %q; job-b: %q", d.jobRows, d.queueRows, d.jobSVGs, d.queueSVGs, d.rows["team-a/job-a"], d.rows["team-a/job-b"])
 
 	// The layout at 1280×800 (issue 21), with job-a reporting again so
 	// that its chart shows the forecast band of a live job: the rest of
