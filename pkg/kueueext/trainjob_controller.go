@@ -242,16 +242,7 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	fresh := r.observe(&tj, st, now, arrived)
 
 	// 2. Objective and stop opt-in from the TrainJob's annotations.
-	choice := ResolveObjective(tj.Annotations, st.hist)
-	r.objectiveCondition(&tj, st, choice)
-	stopOptIn, optErr := ParseStopOptIn(tj.Annotations)
-	if msg := errString(optErr); msg != st.stopOptInErr {
-		st.stopOptInErr = msg
-		if optErr != nil {
-			r.event(&tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
-		}
-	}
-	r.minImprovement(&tj, st)
+	choice, stopOptIn := r.readAnnotations(&tj, st)
 
 	// 3. The Workload and the facts the policy needs.
 	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn, now)
@@ -331,6 +322,22 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: max(after, 100*time.Millisecond)}, nil
+}
+
+// readAnnotations resolves the objective and the stop opt-in from the
+// TrainJob's annotations, reporting an invalid one once per change.
+func (r *TrainJobReconciler) readAnnotations(tj *trainer.TrainJob, st *jobState) (ObjectiveChoice, bool) {
+	choice := ResolveObjective(tj.Annotations, st.hist)
+	r.objectiveCondition(tj, st, choice)
+	stopOptIn, optErr := ParseStopOptIn(tj.Annotations)
+	if msg := errString(optErr); msg != st.stopOptInErr {
+		st.stopOptInErr = msg
+		if optErr != nil {
+			r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
+		}
+	}
+	r.minImprovement(tj, st)
+	return choice, stopOptIn
 }
 
 // load makes sure the ProgressForecast exists and the in-memory state
