@@ -28,7 +28,7 @@ func TestSweepJobAccepted(t *testing.T) {
 	bin := plannerBinary(t)
 	const ns = "sweep-e2e"
 	out, err := exec.CommandContext(ctx, bin, "simulate", "--sweep", "gpus=24:40:8", "--sweep", "arrival-rate=1,1.5", "--seeds", "3",
-		"--set", "deactivate.research=true", "--as-job", "--job-name", "capacity", "--job-namespace", ns, "--job-queue", "sweeps", "--parallelism", "4").Output()
+		"--set", "deactivate.research=true", "--as-job", "--job-name", "capacity", "--job-namespace", ns, "--job-queue", "sweeps", "--parallelism", "4", "--image", "planner:e2e").Output()
 	if err != nil {
 		t.Fatalf("planner simulate --as-job: %v", err)
 	}
@@ -68,8 +68,8 @@ func TestSweepJobAccepted(t *testing.T) {
 	c := spec.Template.Spec.Containers[0]
 	if *spec.Completions != units || *spec.Parallelism != 4 || *spec.CompletionMode != batchv1.IndexedCompletion ||
 		spec.Template.Spec.Volumes[0].ConfigMap.Name != "capacity" || strings.Join(c.Args, " ") != "simulate unit --config /etc/planner-sweep" ||
-		got.Labels["kueue.x-k8s.io/queue-name"] != "sweeps" {
-		t.Errorf("stored Job: completions %d parallelism %d mode %s args %q labels %v", *spec.Completions, *spec.Parallelism, *spec.CompletionMode, c.Args, got.Labels)
+		got.Labels["kueue.x-k8s.io/queue-name"] != "sweeps" || c.Image != "planner:e2e" {
+		t.Errorf("stored Job: completions %d parallelism %d mode %s args %q image %q labels %v", *spec.Completions, *spec.Parallelism, *spec.CompletionMode, c.Args, c.Image, got.Labels)
 	}
 	var gotCM corev1.ConfigMap
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "capacity"}, &gotCM); err != nil {
