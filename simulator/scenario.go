@@ -53,9 +53,20 @@ type Scenario struct {
 	// Deactivate: the what-if in which every queue opts in to Deactivate.
 	Deactivate bool `json:"deactivate,omitempty"`
 
-	Jobs     []JobSpec    `json:"jobs,omitempty"`
-	Trace    *TraceSource `json:"trace,omitempty"`
-	Generate *Generator   `json:"generate,omitempty"`
+	Jobs []JobSpec `json:"jobs,omitempty"`
+	// RunTimes are observed run times (recently finished jobs, from a
+	// cluster snapshot): the empirical distribution a job whose run time
+	// is unknown (JobSpec.UnknownDuration) draws from.
+	RunTimes []Seconds `json:"runTimes,omitempty"`
+	// RunSoFar are how long jobs that have not finished have run (right-
+	// censored run times): with them the draw corrects for the long jobs
+	// that are still running (a Kaplan–Meier estimate, stats.Survival).
+	RunSoFar []Seconds `json:"runSoFar,omitempty"`
+	// Recent (with explicit jobs: a cluster snapshot's) is a sample of
+	// the arrival process that each seed draws the next arrivals from.
+	Recent   *RecentArrivals `json:"recent,omitempty"`
+	Trace    *TraceSource    `json:"trace,omitempty"`
+	Generate *Generator      `json:"generate,omitempty"`
 	// Curves, when set, gives trace and generated jobs recorded curves
 	// (matched by duration class and time-scaled) instead of families.
 	Curves   *CurveSource `json:"curves,omitempty"`
@@ -95,6 +106,14 @@ type JobSpec struct {
 	// the interval may be lopsided). Unset: the run time is Duration.
 	DurationLo Seconds `json:"durationLo,omitempty"`
 	DurationHi Seconds `json:"durationHi,omitempty"`
+	// UnknownDuration: nothing forecasts this job's run time (it has not
+	// run, or reports no ETA); each seed draws it from the scenario's
+	// RunTimes, Duration standing in when there are none.
+	UnknownDuration bool `json:"unknownDuration,omitempty"`
+	// RanFor: an unknown-duration job that has already run this long
+	// draws its run time given that, and runs the rest (Duration then is
+	// what remains).
+	RanFor Seconds `json:"ranFor,omitempty"`
 	// TotalSteps defaults to 10000.
 	TotalSteps float64 `json:"totalSteps,omitempty"`
 	// CheckpointInterval overrides the scenario's for this job.
@@ -223,6 +242,18 @@ func parseSeconds(str string) (float64, error) {
 //go:embed default.yaml
 var defaultScenarioYAML []byte
 
+// RecentArrivals are the jobs that arrived in the last Window. Each seed
+// draws the arrivals of the Window after time 0 from them: a Poisson
+// process at the observed rate (len(Jobs)/Window), each arrival a copy of
+// a job drawn with replacement (its arrival time ignored). Replaying the
+// one observed sequence in every seed left the arrivals' own chance out
+// of the admission estimates' intervals (docs/simulator.md, "Admission
+// estimates").
+type RecentArrivals struct {
+	Window Seconds   `json:"window"`
+	Jobs   []JobSpec `json:"jobs"`
+}
+
 // DefaultScenario is the embedded built-in scenario (default.yaml), its
 // description generated from its parameters (Describe).
 func DefaultScenario() *Scenario {
@@ -290,7 +321,7 @@ var scenarioChecks = [...]func(*Scenario) error{
 // checkSource: exactly one of jobs, trace and generate.
 func (s *Scenario) checkSource() error {
 	sources := 0
-	if len(s.Jobs) > 0 {
+	if len(s.Jobs) > 0 || s.Recent != nil {
 		sources++
 	}
 	if s.Trace != nil {
@@ -311,19 +342,58 @@ func (s *Scenario) checkJobs() error {
 	if len(s.Jobs) > MaxJobs {
 		return fmt.Errorf("scenario: %d jobs: at most %d", len(s.Jobs), MaxJobs)
 	}
+	for _, f := range []struct {
+		name string
+		l    []Seconds
+	}{{"runTimes", s.RunTimes}, {"runSoFar", s.RunSoFar}} {
+		name, l := f.name, f.l
+		if len(l) > MaxJobs {
+			return fmt.Errorf("scenario: %d %s: at most %d", len(l), name, MaxJobs)
+		}
+		for i, d := range l {
+			if !(d >= 1 && d <= MaxSeconds) {
+				return fmt.Errorf("scenario: %s[%d] %v: want 1 s to %d s", name, i, d, MaxSeconds)
+			}
+		}
+	}
 	for i, j := range s.Jobs {
-		if err := checkGPUs(fmt.Sprintf("scenario: jobs[%d].gpus", i), j.GPUs, 1); err != nil {
+		if err := j.check(fmt.Sprintf("scenario: jobs[%d]", i)); err != nil {
 			return err
 		}
-		if !(j.TotalSteps >= 0 && j.TotalSteps <= maxTotalSteps) {
-			return fmt.Errorf("scenario: jobs[%d].totalSteps %g: must be in [0, %g]", i, j.TotalSteps, maxTotalSteps)
+	}
+	if r := s.Recent; r != nil {
+		if !(r.Window >= 1 && r.Window <= MaxSeconds) || len(r.Jobs) > MaxJobs {
+			return fmt.Errorf("scenario: recent: window %v (1 s to %d s) with %d jobs (at most %d)", r.Window, MaxSeconds, len(r.Jobs), MaxJobs)
 		}
-		if !(j.PlateauAt >= 0) || math.IsInf(j.PlateauAt, 0) {
-			return fmt.Errorf("scenario: jobs[%d].plateauAt %g: must be a finite run fraction >= 0", i, j.PlateauAt)
+		for i, j := range r.Jobs {
+			if err := j.check(fmt.Sprintf("scenario: recent.jobs[%d]", i)); err != nil {
+				return err
+			}
 		}
-		if (j.DurationLo != 0 || j.DurationHi != 0) && !(j.DurationLo > 0 && j.DurationLo <= j.Duration && j.Duration <= j.DurationHi && j.DurationHi <= MaxSeconds) {
-			return fmt.Errorf("scenario: jobs[%d]: durationLo %v <= duration %v <= durationHi %v <= %d s, with durationLo > 0, or neither set", i, j.DurationLo, j.Duration, j.DurationHi, MaxSeconds)
-		}
+	}
+	return nil
+}
+
+// check: GPUs, a total within maxTotalSteps, a finite, non-negative
+// plateau fraction and a consistent run-time interval.
+func (j JobSpec) check(where string) error {
+	if err := checkGPUs(where+".gpus", j.GPUs, 1); err != nil {
+		return err
+	}
+	if !(j.TotalSteps >= 0 && j.TotalSteps <= maxTotalSteps) {
+		return fmt.Errorf("%s.totalSteps %g: must be in [0, %g]", where, j.TotalSteps, maxTotalSteps)
+	}
+	if !(j.PlateauAt >= 0) || math.IsInf(j.PlateauAt, 0) {
+		return fmt.Errorf("%s.plateauAt %g: must be a finite run fraction >= 0", where, j.PlateauAt)
+	}
+	if j.UnknownDuration && j.DurationLo != 0 {
+		return fmt.Errorf("%s: unknownDuration with a durationLo/durationHi interval", where)
+	}
+	if !(j.RanFor >= 0 && j.RanFor <= MaxSeconds) || (j.RanFor > 0 && !j.UnknownDuration) {
+		return fmt.Errorf("%s.ranFor %v: 0 to %d s, and only with unknownDuration", where, j.RanFor, MaxSeconds)
+	}
+	if (j.DurationLo != 0 || j.DurationHi != 0) && !(j.DurationLo > 0 && j.DurationLo <= j.Duration && j.Duration <= j.DurationHi && j.DurationHi <= MaxSeconds) {
+		return fmt.Errorf("%s: durationLo %v <= duration %v <= durationHi %v <= %d s, with durationLo > 0, or neither set", where, j.DurationLo, j.Duration, j.DurationHi, MaxSeconds)
 	}
 	return nil
 }
@@ -563,18 +633,21 @@ func (s *Scenario) Resolve() (*Input, error) {
 		}
 	}
 	switch {
-	case len(s.Jobs) > 0:
+	case len(s.Jobs) > 0 || s.Recent != nil:
 		in.Source = "explicit jobs"
+		surv := s.runTimes()
 		for i, js := range s.Jobs {
-			j, err := js.job(i)
+			j, err := s.explicitJob(js, i, surv)
 			if err != nil {
 				return nil, err
 			}
-			if js.DurationLo > 0 {
-				j.Duration = drawDuration(float64(js.Duration), float64(js.DurationLo), float64(js.DurationHi), jobRNG(s.Seed, i, 3))
-			}
 			in.Jobs = append(in.Jobs, j)
 		}
+		next, err := s.recentArrivals(len(in.Jobs), surv)
+		if err != nil {
+			return nil, err
+		}
+		in.Jobs = append(in.Jobs, next...)
 	case s.Trace != nil:
 		if err := s.fromTrace(in); err != nil {
 			return nil, err
@@ -600,6 +673,60 @@ func (s *Scenario) Resolve() (*Input, error) {
 			100*fam.PlateauShare, 100*fam.OnsetMin, 100*fam.OnsetMax))
 	}
 	return in, nil
+}
+
+// runTimes is the run-time distribution of RunTimes and RunSoFar.
+func (s *Scenario) runTimes() orderstats.Survival {
+	conv := func(l []Seconds) []float64 {
+		out := make([]float64, len(l))
+		for i, d := range l {
+			out[i] = float64(d)
+		}
+		return out
+	}
+	return orderstats.KaplanMeier(conv(s.RunTimes), conv(s.RunSoFar))
+}
+
+// explicitJob is the scenario's i-th explicit job with this seed's run
+// time: drawn from its interval, or, when unknown, from surv given what
+// it has run (Duration standing in when nothing finished).
+func (s *Scenario) explicitJob(js JobSpec, i int, surv orderstats.Survival) (*Job, error) {
+	j, err := js.job(i)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case js.DurationLo > 0:
+		j.Duration = drawDuration(float64(js.Duration), float64(js.DurationLo), float64(js.DurationHi), jobRNG(s.Seed, i, 3))
+	case js.UnknownDuration && !surv.Empty():
+		ran := float64(js.RanFor)
+		j.Duration = math.Min(math.Max(1, math.Round(surv.DrawAfter(ran, jobRNG(s.Seed, i, 3).Float64())-ran)), MaxSeconds)
+	}
+	return j, nil
+}
+
+// recentArrivals are this seed's draw from Recent (RecentArrivals),
+// numbered on from first, at most MaxJobs jobs in all.
+func (s *Scenario) recentArrivals(first int, surv orderstats.Survival) ([]*Job, error) {
+	r := s.Recent
+	if r == nil || len(r.Jobs) == 0 {
+		return nil, nil
+	}
+	window := float64(r.Window)
+	rate := float64(len(r.Jobs)) / window
+	g := jobRNG(s.Seed, -1, 4)
+	var out []*Job
+	for t := -math.Log(g.Float64()) / rate; t < window && first+len(out) < MaxJobs; t += -math.Log(g.Float64()) / rate {
+		js := r.Jobs[int(g.Float64()*float64(len(r.Jobs)))]
+		js.Name = fmt.Sprintf("%s#%d", js.Name, len(out)+1)
+		js.Arrival = Seconds(math.Max(1, math.Round(t)))
+		j, err := s.explicitJob(js, first+len(out), surv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 func classCounts(c *CurveSet) string {

@@ -38,6 +38,7 @@ type simulateOptions struct {
 	progress                                        string
 	printDefault, targets                           bool
 	capacity                                        capacityBacktestFlags
+	admission                                       admissionBacktestFlags
 	whatIf                                          whatIfFlags
 	cluster                                         clusterFlags
 }
@@ -102,6 +103,7 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
 	f.BoolVar(&o.targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
 	o.capacity.add(cmd)
+	o.admission.add(cmd)
 	o.whatIf.add(cmd)
 	o.cluster.add(cmd)
 }
@@ -145,6 +147,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if o.capacity.enabled {
 		return runCapacityBacktest(cmd, in, opt, o.capacity)
+	}
+	if o.admission.enabled {
+		return runAdmissionBacktest(cmd, in, opt, o.admission)
 	}
 	if o.exportScenario != "" {
 		if err := writeExport(o.exportScenario, sc, in); err != nil {

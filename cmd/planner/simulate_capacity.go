@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +39,14 @@ func runCapacityBacktest(cmd *cobra.Command, in *simulator.Input, opt simulator.
 	if err != nil {
 		return err
 	}
+	return writeTableOrJSON(cmd, r)
+}
+
+// writeTableOrJSON prints a backtest result in the simulate command's
+// -o format: indented JSON, else the result's own table.
+func writeTableOrJSON(cmd *cobra.Command, r interface{ WriteTable(io.Writer) error }) error {
 	w := bufio.NewWriter(cmd.OutOrStdout())
+	var err error
 	if cmd.Flags().Lookup("output").Value.String() == formatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -59,6 +59,15 @@ type Options struct {
 	ArrivalsQueue string
 }
 
+// noETANote says where the run time of a job without a known ETA comes
+// from.
+func noETANote(sc *simulator.Scenario, o Options) string {
+	if len(sc.RunTimes) == 0 {
+		return fmt.Sprintf("without a known ETA: run time %s (--default-duration; no finished Workload to learn from)", simulator.Seconds(o.DefaultDuration))
+	}
+	return fmt.Sprintf("without a known ETA: run time drawn in each run from %d finished Workloads' runs and %d admitted ones' so far (Kaplan–Meier)", len(sc.RunTimes), len(sc.RunSoFar))
+}
+
 // plateauedNow: a curve whose plateau starts right after the snapshot
 // (SimpleCurve's onset as a share of the remaining run).
 const plateauedNow = 0.02
@@ -106,6 +115,7 @@ func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string
 	for _, j := range running {
 		sc.Jobs = append(sc.Jobs, j.spec)
 	}
+	sc.RunTimes, sc.RunSoFar = runTimes(s, o.Now)
 	for _, j := range pending {
 		j.spec.Arrival = 1
 		sc.Jobs = append(sc.Jobs, j.spec)
@@ -119,15 +129,15 @@ func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string
 		sc.Jobs = append(sc.Jobs, arr...)
 		notes = append(notes, fmt.Sprintf("arrivals: %d jobs of the trace's first %s arrive from 1 s on", len(arr), simulator.Seconds(o.Horizon)))
 	case o.Horizon > 0:
-		rep := repeatArrivals(s, o, viewOf, known)
-		sc.Jobs = append(sc.Jobs, rep...)
-		notes = append(notes, fmt.Sprintf("arrivals: the %d Workloads created in the %s before the snapshot arrive again, as far apart, over the next %s", len(rep), simulator.Seconds(o.Horizon), simulator.Seconds(o.Horizon)))
+		sc.Recent = recentArrivals(s, o, viewOf, known)
+		notes = append(notes, fmt.Sprintf("arrivals: over the next %s, drawn in each run from the %d Workloads created in the %s before the snapshot, at their rate",
+			sc.Recent.Window, len(sc.Recent.Jobs), sc.Recent.Window))
 	}
 	for _, c := range []struct {
 		n    int
 		what string
 	}{
-		{noETA, fmt.Sprintf("without a known ETA: run time %s (--default-duration)", simulator.Seconds(o.DefaultDuration))},
+		{noETA, noETANote(sc, o)},
 		{noGPU, "requesting no " + string(gpu) + ": left out"},
 		{noQueue, "in no known ClusterQueue: left out"},
 		{inactive, "deactivated: left out"},
@@ -182,28 +192,81 @@ func withPreemption(q simulator.Queue, cq *kueue.ClusterQueue) (simulator.Queue,
 	return q, ""
 }
 
-// repeatArrivals: every Workload created in [now−Horizon, now), finished
-// ones included, arrives again at its creation time + Horizon, with its
-// GPUs, ClusterQueue and priority; its run time is its last run's
-// (admission to finish) when it finished, else the default.
-func repeatArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workload) report.WorkloadView, known map[string]bool) []simulator.JobSpec {
-	var out []simulator.JobSpec
+// recentArrivals: the Workloads created in the window [from, now),
+// finished ones included, with their GPUs, ClusterQueue and priority, as
+// the sample each simulated future draws its arrivals from
+// (simulator.RecentArrivals); a job's run time is its last run's
+// (admission to finish) when it finished, else unknown. The window is
+// the last Horizon, or, in a snapshot whose oldest Workload is younger,
+// from that one on: the arrival rate is the one observed.
+func recentArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workload) report.WorkloadView, known map[string]bool) *simulator.RecentArrivals {
 	from := o.Now.Add(-time.Duration(o.Horizon * float64(time.Second)))
+	oldest := o.Now
+	for i := range s.Workloads {
+		if c := s.Workloads[i].CreationTimestamp.Time; !c.IsZero() && c.Before(oldest) {
+			oldest = c
+		}
+	}
+	if oldest.After(from) {
+		from = oldest
+	}
+	r := &simulator.RecentArrivals{Window: simulator.Seconds(math.Min(math.Max(1, math.Round(o.Now.Sub(from).Seconds())), simulator.MaxSeconds))}
 	for i := range s.Workloads {
 		wl := &s.Workloads[i]
 		v := viewOf(wl)
 		if v.CreatedAt.Before(from) || !v.CreatedAt.Before(o.Now) || v.GPUs == 0 || !known[v.ClusterQueue] {
 			continue
 		}
-		d := o.DefaultDuration
+		js := simulator.JobSpec{Name: fmt.Sprintf("next/%s/%s", v.Namespace, v.Name), Queue: v.ClusterQueue, GPUs: v.GPUs,
+			Priority: v.BasePriority, Duration: simulator.Seconds(o.DefaultDuration), UnknownDuration: true}
 		if run := lastRun(wl); run > 0 {
-			d = run
+			js.Duration, js.UnknownDuration = simulator.Seconds(math.Min(math.Round(math.Max(1, run)), simulator.MaxSeconds)), false
 		}
-		out = append(out, simulator.JobSpec{Name: fmt.Sprintf("next/%s/%s", v.Namespace, v.Name), Queue: v.ClusterQueue, GPUs: v.GPUs,
-			Priority: v.BasePriority, Duration: simulator.Seconds(d), Arrival: simulator.Seconds(math.Max(1, v.CreatedAt.Sub(from).Seconds()))})
+		r.Jobs = append(r.Jobs, js)
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Arrival < out[b].Arrival })
-	return out
+	return r
+}
+
+// runTimes are the snapshot's observed run times, the distribution a job
+// whose run time nothing forecasts draws from: finished Workloads' last
+// runs, and how long the admitted ones have run so far (censored: they
+// will run longer; simulator.Scenario.RunSoFar).
+func runTimes(s *clusterview.Snapshot, now time.Time) (done, soFar []simulator.Seconds) {
+	sec := func(v float64) simulator.Seconds {
+		return simulator.Seconds(math.Min(math.Round(math.Max(1, v)), simulator.MaxSeconds))
+	}
+	for i := range s.Workloads {
+		wl := &s.Workloads[i]
+		if run := lastRun(wl); run > 0 {
+			done = append(done, sec(run))
+		} else if ran := runningFor(wl, now); ran >= 1 {
+			soFar = append(soFar, sec(ran))
+		}
+	}
+	return done, soFar
+}
+
+// ranFor is runningFor as a job's JobSpec.RanFor.
+func ranFor(wl *kueue.Workload, now time.Time) simulator.Seconds {
+	return simulator.Seconds(math.Min(math.Round(runningFor(wl, now)), simulator.MaxSeconds))
+}
+
+// runningFor is how long an admitted, unfinished Workload has held its
+// quota (0 when it does not).
+func runningFor(wl *kueue.Workload, now time.Time) float64 {
+	var since time.Time
+	for _, c := range wl.Status.Conditions {
+		switch {
+		case c.Type == kueue.WorkloadFinished && c.Status == "True":
+			return 0
+		case c.Type == kueue.WorkloadQuotaReserved && c.Status == "True":
+			since = c.LastTransitionTime.Time
+		}
+	}
+	if since.IsZero() || !now.After(since) {
+		return 0
+	}
+	return now.Sub(since).Seconds()
 }
 
 // lastRun is a finished Workload's time from its last quota reservation
@@ -314,12 +377,14 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), fc.ETA.Lo, fc.ETA.Hi)
 			} else {
 				sk.noETA++
+				js.UnknownDuration, js.RanFor = true, ranFor(wl, o.Now)
 			}
 			if fc != nil && fc.Plateaued {
 				js.PlateauAt = plateauedNow
 			}
 		} else {
 			sk.noETA++
+			js.UnknownDuration, js.RanFor = true, ranFor(wl, o.Now)
 		}
 		if v.Boost != 0 {
 			// The live planner's yield or protection holds in the

@@ -45,6 +45,10 @@ func workload(name, lq string, gpus string, prio int32, created time.Time, admit
 func TestScenarioFromSnapshot(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	four := "4"
+	// Admitted 90 min ago, finished 20 min later: an observed run time.
+	done := workload("w-done", "lq-a", "1", 0, now.Add(-90*time.Minute), "a")
+	done.Status.Conditions = append(done.Status.Conditions, metav1.Condition{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "x",
+		LastTransitionTime: metav1.NewTime(now.Add(-70 * time.Minute))})
 	s := &clusterview.Snapshot{
 		ClusterQueues: []kueue.ClusterQueue{
 			gpuQueue("a", "pool", "8", &four, kueue.PreemptionPolicyLowerPriority),
@@ -59,6 +63,7 @@ func TestScenarioFromSnapshot(t *testing.T) {
 			workload("w-pending-early", "lq-b", "2", 100, now.Add(-2*time.Hour), ""),
 			workload("w-cpu", "lq-b", "0", 0, now.Add(-time.Hour), ""),
 			workload("w-old", "lq-b", "1", 0, now.Add(-48*time.Hour), "b"),
+			done,
 		},
 	}
 	sc, notes, err := Scenario(s, Options{Now: now, DefaultDuration: 1800, Horizon: 4 * 3600})
@@ -73,19 +78,34 @@ func TestScenarioFromSnapshot(t *testing.T) {
 	if len(sc.LocalQueues) != 2 || sc.LocalQueues[1] != (simulator.LocalQueue{Namespace: "team", Name: "lq-b", ClusterQueue: "b"}) {
 		t.Errorf("local queues %+v", sc.LocalQueues)
 	}
+	line := func(j simulator.JobSpec) string {
+		return j.Name + " " + j.Queue + " " + simulator.Seconds(j.Arrival).String() + " " + simulator.Seconds(j.Duration).String() + " " +
+			strings.Repeat("g", j.GPUs) + " " + string(rune('0'+j.Priority/10)) + " ran " + j.RanFor.String()
+	}
 	var got []string
 	for _, j := range sc.Jobs {
-		got = append(got, j.Name+" "+j.Queue+" "+simulator.Seconds(j.Arrival).String()+" "+simulator.Seconds(j.Duration).String()+" "+
-			strings.Repeat("g", j.GPUs)+" "+string(rune('0'+j.Priority/10)))
+		got = append(got, line(j))
 	}
 	want := []string{
-		// admitted first (creation order), then pending in creation order
-		"team/w-old b 0s 30m gg 0", "team/w-run a 0s 30m gggg 0", "team/w-pending-early b 1s 30m gggg :", "team/w-pending-late a 1s 30m gg 1",
-		// the last 4 h again: w-run created 3 h ago arrives in 1 h, etc.
-		"next/team/w-run a 1h 30m gggg 0", "next/team/w-pending-early b 2h 30m gggg :", "next/team/w-pending-late a 3h59m 30m gg 1",
+		// admitted first (creation order), then pending in creation
+		// order; no ETA: unknown, drawn given how long each has run
+		"team/w-old b 0s 30m gg 0 ran 48h", "team/w-run a 0s 30m gggg 0 ran 3h", "team/w-pending-early b 1s 30m gggg : ran 0s", "team/w-pending-late a 1s 30m gg 1 ran 0s",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("jobs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The last 4 h are the arrivals' sample: w-done with its own run.
+	got = got[:0]
+	for _, j := range sc.Recent.Jobs {
+		got = append(got, line(j))
+	}
+	want = []string{"next/team/w-pending-late a 0s 30m gg 1 ran 0s", "next/team/w-run a 0s 30m gggg 0 ran 0s", "next/team/w-pending-early b 0s 30m gggg : ran 0s", "next/team/w-done a 0s 20m gg 0 ran 0s"}
+	if sc.Recent.Window != 4*3600 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("recent arrivals over %v:\n%s\nwant:\n%s", sc.Recent.Window, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Run times: w-done's 20 min finished; w-run and w-old censored.
+	if fmt.Sprint(sc.RunTimes, sc.RunSoFar) != "[20m] [3h 48h]" {
+		t.Errorf("run times %v, so far %v", sc.RunTimes, sc.RunSoFar)
 	}
 	all := strings.Join(notes, "\n")
 	for _, w := range []string{"withinClusterQueue LowerOrNewerEqualPriority simulated as LowerPriority", "4 Workloads without a known ETA", "1 Workloads requesting no nvidia.com/gpu"} {
@@ -93,10 +113,20 @@ func TestScenarioFromSnapshot(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", w, all)
 		}
 	}
-	// The scenario parses and resolves as written.
+	// The scenario resolves: the four jobs, then this seed's arrivals
+	// drawn from the sample within its window; w-old, past every
+	// observation, runs as long again (stats.Survival.DrawAfter).
 	in, err := sc.Resolve()
-	if err != nil || len(in.Jobs) != 7 {
+	if err != nil || len(in.Jobs) < 4 {
 		t.Fatalf("resolve: %v", err)
+	}
+	for _, j := range in.Jobs {
+		switch {
+		case j.Name == "team/w-old" && j.Duration != 48*3600:
+			t.Errorf("w-old runs %v more, want 48h", simulator.Seconds(j.Duration))
+		case strings.HasPrefix(j.Name, "next/") && !(strings.Contains(j.Name, "#") && j.Arrival >= 1 && j.Arrival <= 4*3600):
+			t.Errorf("drawn arrival %s at %v", j.Name, j.Arrival)
+		}
 	}
 }
 
