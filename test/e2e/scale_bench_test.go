@@ -35,6 +35,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -473,6 +474,7 @@ policy:
 		return fams
 	}
 	api0 := apiMetrics()
+	kueue0 := kueueMetrics(b)
 	if dir := os.Getenv("PLANNER_SCALE_PPROF"); dir != "" {
 		go profileControlPlane(ctx, b, cs, dir, duration)
 	}
@@ -574,6 +576,11 @@ policy:
 			if l["subresource"] != "" {
 				res += "/" + l["subresource"]
 			}
+			if l["dry_run"] != "" {
+				// Kueue computes a job's pod sets through a dryRun=All
+				// Workload create on every reconcile: no etcd write.
+				return l["verb"] + " " + res + " (dry-run)"
+			}
 			return l["verb"] + " " + res
 		})
 		keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
@@ -583,6 +590,7 @@ policy:
 		}
 		b.Logf("kube-apiserver mutating requests over the window: %s", strings.Join(parts, ", "))
 	}
+	logKueueLag(b, kueueMetrics(b), kueue0)
 	// Where the time goes inside the planner (over the window: the
 	// difference of two scrapes; quantiles interpolated within histogram
 	// buckets).
@@ -628,6 +636,47 @@ func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamil
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(resp.Body)
+}
+
+// kueueMetrics gathers the metrics of this process, where Kueue runs
+// (the planner is a child process with its own): Kueue's controllers'
+// workqueues among them.
+func kueueMetrics(b *testing.B) map[string]*dto.MetricFamily {
+	fams, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Logf("Kueue's metrics: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
+
+// logKueueLag logs how long TrainJob events waited in Kueue's workqueues
+// over the window: every trainerStatus write costs Kueue a reconcile, so a
+// growing wait is Kueue falling behind the reports.
+func logKueueLag(b *testing.B, now, base map[string]*dto.MetricFamily) {
+	names := map[string]bool{}
+	for _, m := range now["workqueue_queue_duration_seconds"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "name" && strings.Contains(strings.ToLower(lp.GetValue()), "trainjob") {
+				names[lp.GetValue()] = true
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if q, n, ok := histQuantiles(now["workqueue_queue_duration_seconds"], base["workqueue_queue_duration_seconds"], name, 0.5, 0.99); ok {
+			b.Logf("Kueue's %s workqueue wait: p50 %.3fs p99 %.3fs (%d items)", name, q[0], q[1], n)
+		}
+	}
+	for _, m := range now["workqueue_depth"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "name" && names[lp.GetValue()] {
+				b.Logf("Kueue's %s workqueue depth at the window's end: %.0f", lp.GetValue(), m.GetGauge().GetValue())
+			}
+		}
+	}
 }
 
 // histQuantiles merges the histogram's series (those whose label "name"

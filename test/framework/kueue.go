@@ -11,6 +11,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -75,6 +76,13 @@ func newKueueManager(ctx context.Context, cfg *rest.Config, wio *envtest.Webhook
 	if err != nil {
 		return nil, err
 	}
+	// The Configuration a default Kueue deployment runs with, with the
+	// integrations under test enabled.
+	kcfg := &configapi.Configuration{}
+	scheme.Default(kcfg)
+	kcfg.Integrations = &configapi.Integrations{Frameworks: frameworks}
+	cfg = withKueueClientLimits(cfg, kcfg)
+
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -92,14 +100,24 @@ func newKueueManager(ctx context.Context, cfg *rest.Config, wio *envtest.Webhook
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
-	// The Configuration a default Kueue deployment runs with, with the
-	// integrations under test enabled.
-	kcfg := &configapi.Configuration{}
-	scheme.Default(kcfg)
-	kcfg.Integrations = &configapi.Integrations{Frameworks: frameworks}
-
 	if err := wireKueue(ctx, mgr, cfg, kcfg, frameworks); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// withKueueClientLimits gives Kueue the client rate limits a real
+// install runs with, as cmd/kueue/main.go applies them from its
+// Configuration's clientConnection (defaulted per Kueue version), instead
+// of the test environment's generous ones, which would overstate how fast
+// Kueue reacts and hide its load on the API server.
+func withKueueClientLimits(cfg *rest.Config, kcfg *configapi.Configuration) *rest.Config {
+	cc := kcfg.ClientConnection
+	if cc == nil || cc.QPS == nil || cc.Burst == nil || *cc.QPS < 0 {
+		return cfg
+	}
+	out := rest.CopyConfig(cfg)
+	out.QPS, out.Burst = *cc.QPS, int(*cc.Burst)
+	out.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(*cc.QPS, int(*cc.Burst))
+	return out
 }
