@@ -3,9 +3,8 @@
 # and etcd) from the modules pinned in a hack/testbin* Go module, into a cache
 # directory, and prints that directory on stdout (messages go to stderr).
 #
-#   K8S              which pinned set (default v1.36.3, the default e2e's):
-#                      v1.36.3  hack/testbin            etcd 3.6.8 (Kueue v0.19 pair)
-#                      v1.35.4  hack/testbin-k8s-v1.35  etcd 3.6.5 (Kueue v0.17 pair)
+#   K8S              which pinned set (default and only: v1.36.3, hack/testbin,
+#                    etcd 3.6.8; both Kueue pairs and the scheduler plugin run on it)
 #   PLANNER_TESTBIN  cache directory
 #                    (default ~/.cache/progress-planner/testbin/k8s-<K8S>-etcd-v<etcd>)
 #   GO               go command (default: go)
@@ -17,9 +16,8 @@ set -euo pipefail
 K8S_VERSION="${K8S:-v1.36.3}"
 case "${K8S_VERSION}" in
 v1.36.3) MODSUBDIR=testbin ETCD_VERSION=3.6.8 ;;
-v1.35.4) MODSUBDIR=testbin-k8s-v1.35 ETCD_VERSION=3.6.5 ;;
 *)
-	echo "build-testbins: ERROR: K8S=${K8S_VERSION}: pinned sets are v1.36.3 and v1.35.4 (docs/testing.md, \"Changing versions\")" >&2
+	echo "build-testbins: ERROR: K8S=${K8S_VERSION}: the pinned set is v1.36.3 (docs/testing.md, \"Changing versions\")" >&2
 	exit 1
 	;;
 esac
@@ -116,9 +114,8 @@ else
 	etcd_ok || die "${OUT}/etcd --version does not print 'etcd Version: ${ETCD_VERSION}': $("${OUT}/etcd" --version 2>&1 || true)"
 fi
 
-# kubectl only from a module that records it (tools.go): the kubectl e2e
-# runs on the default pair; the old pair's module does not carry kubectl's
-# dependencies.
+# kubectl only from a module that records it (tools.go): a testbin module
+# without it does not carry kubectl's dependencies.
 if ! grep -q 'k8s.io/kubernetes/cmd/kubectl' "${MODDIR}/tools.go"; then
 	log "kubectl: not recorded in hack/${MODSUBDIR}/tools.go; not built for ${K8S_VERSION}"
 elif kubectl_ok; then

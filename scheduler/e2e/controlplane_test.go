@@ -19,9 +19,13 @@ import (
 // Kueue: kube-apiserver and etcd from the directory hack/build-testbins.sh
 // fills (the rule of framework.BinaryDir), with the planner's CRDs.
 
+// The control plane is the default e2e pair's (hack/testbin), so a cold
+// `make test` builds one kube-apiserver. The plugin is built against
+// k8s.io/kubernetes v1.35.4: a kube-scheduler one minor version older than
+// its API server, within Kubernetes' version-skew policy.
 const (
-	kubernetesVersion = "v1.35.4"
-	etcdVersion       = "v3.6.5"
+	kubernetesVersion = "v1.36.3"
+	etcdVersion       = "v3.6.8"
 )
 
 // binaryDir is $PLANNER_TESTBIN or the build script's default directory.

@@ -18,7 +18,7 @@ import (
 	"github.com/progress-planner/planner/test/framework"
 )
 
-// TestKubectl runs the real kubectl (v1.35.4, built from the pinned
+// TestKubectl runs the real kubectl (v1.36.3, built from the pinned
 // k8s.io/kubernetes module) against the control plane: `kubectl get pf`
 // shows the CRD's printer columns, and with kubectl-planner on PATH,
 // `kubectl planner explain NS/NAME` and `kubectl planner get` work.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 )
 
-// Kubectl returns the real kubectl v1.35.4, built from the pinned
+// Kubectl returns the real kubectl v1.36.3, built from the pinned
 // k8s.io/kubernetes module by hack/build-testbins.sh (make testbins) into
 // BinaryDir. A missing binary is an error (never a skip).
 func Kubectl() (string, error) {

@@ -33,14 +33,16 @@ const (
 	KueueVersion   = "v0.17.0"
 	TrainerVersion = "v2.2.0"
 	// KubernetesVersion and EtcdVersion: the kube-apiserver and etcd this
-	// pair is tested on (hack/testbin-k8s-v1.35, K8S=v1.35.4 make testbins).
-	KubernetesVersion = "v1.35.4"
+	// pair is tested on: the default pair's (hack/testbin), so a cold
+	// `make test` builds one control plane; Kueue v0.17 is a client of
+	// it like any other (it was also run on v1.35.4, docs/compatibility.md).
+	KubernetesVersion = "v1.36.3"
 	// RespellWakes: re-writing a waiting Workload's boost in another
 	// spelling ("0" for none) makes Kueue retry it (measured by
 	// TestLoweredBoostNeedsNudge; from v0.18 SchedulingEquivalenceHashing
 	// keeps it inadmissible while its effective priority is unchanged).
 	RespellWakes = true
-	EtcdVersion  = "v3.6.5"
+	EtcdVersion  = "v3.6.8"
 )
 
 // wireKueue adds Kueue v0.17.0's caches, indexes, controllers, webhooks and
