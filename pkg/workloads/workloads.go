@@ -71,6 +71,15 @@ func (r Ref) Group() string {
 // IsKind reports whether r is of the given API group and kind.
 func (r Ref) IsKind(group, kind string) bool { return r.Kind == kind && r.Group() == group }
 
+// Same reports whether a and b name the same job: the same UID when both
+// are known, else the same namespace, group, kind and name.
+func Same(a, b Ref) bool {
+	if a.UID != "" && b.UID != "" {
+		return a.UID == b.UID
+	}
+	return a.Namespace == b.Namespace && a.Name == b.Name && a.IsKind(b.Group(), b.Kind)
+}
+
 // Selector is the label selector that lists a job's Workloads (a
 // pre-filter: For decides). Nil when the UID is unknown.
 func Selector(job Ref) map[string]string {
@@ -159,8 +168,7 @@ func controlledBy(wl *kueue.Workload, job Ref) bool {
 	if job.UID != "" {
 		return ref.UID == job.UID
 	}
-	owner := Ref{APIVersion: ref.APIVersion, Kind: ref.Kind}
-	return ref.Name == job.Name && owner.IsKind(job.Group(), job.Kind)
+	return Same(Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: wl.Namespace, Name: ref.Name}, job)
 }
 
 // JobOf is the job a Workload belongs to: its controller owner reference,

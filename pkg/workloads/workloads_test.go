@@ -177,3 +177,27 @@ func TestJobOfRoundTrip(t *testing.T) {
 		t.Errorf("Selector: %v", s)
 	}
 }
+
+func TestSame(t *testing.T) {
+	tj := func(name string, uid types.UID) Ref {
+		return Ref{APIVersion: trainerAPI, Kind: "TrainJob", Namespace: "team", Name: name, UID: uid}
+	}
+	tests := []struct {
+		name string
+		a, b Ref
+		want bool
+	}{
+		{"same UID", tj("a", "u"), tj("a", "u"), true},
+		{"recreated: same name, other UID", tj("a", "u1"), tj("a", "u2"), false},
+		{"one UID unknown: by name", tj("a", ""), tj("a", "u"), true},
+		{"other name", tj("a", ""), tj("b", "u"), false},
+		{"other kind", tj("a", ""), Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team", Name: "a"}, false},
+		{"other version of the group", tj("a", ""), Ref{APIVersion: "trainer.kubeflow.org/v2", Kind: "TrainJob", Namespace: "team", Name: "a"}, true},
+		{"other namespace", tj("a", ""), Ref{APIVersion: trainerAPI, Kind: "TrainJob", Namespace: "x", Name: "a"}, false},
+	}
+	for _, tt := range tests {
+		if got := Same(tt.a, tt.b); got != tt.want || Same(tt.b, tt.a) != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
