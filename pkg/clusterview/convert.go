@@ -68,14 +68,19 @@ func trainJobOf(wl *kueue.Workload) string {
 // forecastJob is the job a ProgressForecast records: its controller owner
 // reference, else the TrainJob its spec names (UID unknown).
 func forecastJob(pf *v1alpha1.ProgressForecast) workloads.Ref {
-	if ref := metav1.GetControllerOf(pf); ref != nil {
-		return workloads.Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: pf.Namespace, Name: ref.Name, UID: ref.UID}
+	if job, ok := workloads.ControllerOf(pf); ok {
+		return job
 	}
 	name := pf.Spec.TrainJobName
 	if name == "" {
 		name = pf.Name
 	}
-	return workloads.Ref{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Namespace: pf.Namespace, Name: name}
+	return trainJob(pf.Namespace, name, "")
+}
+
+// trainJob names the TrainJob ns/name (uid "" when unknown).
+func trainJob(ns, name string, uid types.UID) workloads.Ref {
+	return workloads.RefTo(trainer.GroupVersion.WithKind(trainer.TrainJobKind), &metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid})
 }
 
 // ViewOf returns the report's view of a Workload (state, GPUs, priority,
@@ -270,7 +275,7 @@ func (s *Snapshot) ExplainInput(ns, name string, jobUID types.UID, o Options) (r
 // them: the controller waits for Kueue to settle, and explain does not pick
 // one the controller does not.
 func (s *Snapshot) explainTarget(ns, name string, jobUID types.UID) (target *kueue.Workload, pf *v1alpha1.ProgressForecast, err error) {
-	job := workloads.Ref{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Namespace: ns, Name: name, UID: jobUID}
+	job := trainJob(ns, name, jobUID)
 	for i := range s.Forecasts {
 		f := &s.Forecasts[i]
 		if f.Namespace == ns && f.Name == name && workloads.Same(forecastJob(f), job) {

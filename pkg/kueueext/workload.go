@@ -362,8 +362,7 @@ func (w *workloadIO) ensureIndexes(ctx context.Context) error {
 
 // TrainJobRef names tj for pkg/workloads.
 func TrainJobRef(tj *trainer.TrainJob) workloads.Ref {
-	return workloads.Ref{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
-		Namespace: tj.Namespace, Name: tj.Name, UID: tj.UID}
+	return workloads.RefTo(trainer.GroupVersion.WithKind(trainer.TrainJobKind), tj)
 }
 
 // FindWorkload is the controller's Workload lookup: it lists the

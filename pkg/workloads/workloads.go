@@ -31,6 +31,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -46,6 +47,22 @@ type Ref struct {
 	Namespace  string
 	Name       string
 	UID        types.UID
+}
+
+// RefTo names obj, a job of the given kind.
+func RefTo(gvk schema.GroupVersionKind, obj metav1.Object) Ref {
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return Ref{APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
+}
+
+// ControllerOf is the job that controls obj (its controller owner
+// reference, in obj's namespace); ok is false when it has none.
+func ControllerOf(obj metav1.Object) (job Ref, ok bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return Ref{}, false
+	}
+	return Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name, UID: ref.UID}, true
 }
 
 // String is "Kind namespace/name" (and the UID when known).
@@ -161,22 +178,22 @@ func For(job Ref, wls []kueue.Workload) Match {
 // controlledBy reports whether wl's controller owner reference is job: the
 // UID when known, else group, kind and name.
 func controlledBy(wl *kueue.Workload, job Ref) bool {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil {
+	owner, ok := ControllerOf(wl)
+	switch {
+	case !ok:
 		return false
+	case job.UID != "":
+		return owner.UID == job.UID
 	}
-	if job.UID != "" {
-		return ref.UID == job.UID
-	}
-	return Same(Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: wl.Namespace, Name: ref.Name}, job)
+	return Same(owner, job)
 }
 
 // JobOf is the job a Workload belongs to: its controller owner reference,
 // else (ok, but with only the UID and namespace) Kueue's job-uid label.
 // ok is false when it has neither.
 func JobOf(wl *kueue.Workload) (job Ref, ok bool) {
-	if ref := metav1.GetControllerOf(wl); ref != nil {
-		return Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: wl.Namespace, Name: ref.Name, UID: ref.UID}, true
+	if job, ok := ControllerOf(wl); ok {
+		return job, true
 	}
 	if uid := wl.Labels[LabelJobUID]; uid != "" {
 		return Ref{Namespace: wl.Namespace, UID: types.UID(uid)}, true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -169,6 +170,10 @@ func TestJobOfRoundTrip(t *testing.T) {
 	ref, ok := JobOf(&w)
 	if !ok || !ref.IsKind("trainer.kubeflow.org", "TrainJob") {
 		t.Fatalf("JobOf: %+v %v", ref, ok)
+	}
+	gvk := schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}
+	if got := RefTo(gvk, &metav1.ObjectMeta{Namespace: "team", Name: "job", UID: "new"}); got != ref {
+		t.Errorf("RefTo: %+v, JobOf: %+v", got, ref)
 	}
 	if m := For(ref, []kueue.Workload{w}); m.Workload == nil || m.Workload.Name != "a" {
 		t.Errorf("For(JobOf): %+v", m)

@@ -234,7 +234,7 @@ func runtimeNotSeen(err error) bool {
 // (wrapped) when several unfinished ones exist (briefly, while Kueue
 // replaces one).
 func (e *Env) WorkloadFor(ctx context.Context, tj *kftrainer.TrainJob) (*kueue.Workload, error) {
-	job := workloads.Ref{APIVersion: kftrainer.GroupVersion.String(), Kind: kftrainer.TrainJobKind, Namespace: tj.Namespace, Name: tj.Name, UID: tj.UID}
+	job := workloads.RefTo(kftrainer.GroupVersion.WithKind(kftrainer.TrainJobKind), tj)
 	var list kueue.WorkloadList
 	if err := e.Client.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels(workloads.Selector(job))); err != nil {
 		return nil, err
