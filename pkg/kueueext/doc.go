@@ -13,7 +13,7 @@
 //
 // Files by responsibility:
 //
-//	names.go              annotation, label and field-manager names
+//	names.go              annotation and field-manager names
 //	objective.go          the planner.progress.io/objective annotation
 //	workload.go           listing the Workload (pkg/workloads chooses), facts, boost ownership, actuation
 //	schedule.go           the per-job forecast rate limit
