@@ -80,7 +80,8 @@ func TestExplainRecreatedJob(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatalf("explain -o json: %v\n%s", err, out)
 	}
-	if e.Workload != pf.Status.Workload || e.Workload != wl.Name {
+	// explain names it namespace/name.
+	if e.Workload != ns+"/"+pf.Status.Workload || pf.Status.Workload != wl.Name {
 		t.Errorf("explain %s/job names Workload %q; the controller acts on %q (framework: %q)", ns, e.Workload, pf.Status.Workload, wl.Name)
 	}
 }
