@@ -39,8 +39,9 @@ the cluster forward (--admission-runs futures, the scenario
 forecast ETA and its interval, borrowing, preemption, the planner's
 yields) and says what freed the GPUs.
 
-NAME is a TrainJob (its Workload is found by the kueue.x-k8s.io/job-uid
-label) or a Workload. Read-only. docs/report.md has the details.`,
+NAME is a TrainJob (its Workload is the one the controller acts on: the
+unfinished one it controls; while Kueue holds several, explain names them
+and explains none) or a Workload. Read-only. docs/report.md has the details.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, args[0], &fl) },
 	}

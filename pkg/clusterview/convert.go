@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/internal/humanize"
@@ -18,6 +21,7 @@ import (
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/report"
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // Options of the conversion.
@@ -52,14 +56,31 @@ func QuotaGPUs(cq *kueue.ClusterQueue, gpu corev1.ResourceName) int {
 	return n
 }
 
-// trainJobOf is the name of the TrainJob controlling wl ("" when none).
+// trainJobOf is the name of the TrainJob wl belongs to (workloads.JobOf;
+// "" when it is not a TrainJob's).
 func trainJobOf(wl *kueue.Workload) string {
-	for _, o := range wl.OwnerReferences {
-		if o.Kind == "TrainJob" && o.Controller != nil && *o.Controller {
-			return o.Name
-		}
+	if job, ok := workloads.JobOf(wl); ok && job.IsKind(trainer.GroupVersion.Group, trainer.TrainJobKind) {
+		return job.Name
 	}
 	return ""
+}
+
+// forecastJob is the job a ProgressForecast records: its controller owner
+// reference, else the TrainJob its spec names (UID unknown).
+func forecastJob(pf *v1alpha1.ProgressForecast) workloads.Ref {
+	if job, ok := workloads.ControllerOf(pf); ok {
+		return job
+	}
+	name := pf.Spec.TrainJobName
+	if name == "" {
+		name = pf.Name
+	}
+	return trainJob(pf.Namespace, name, "")
+}
+
+// trainJob names the TrainJob ns/name (uid "" when unknown).
+func trainJob(ns, name string, uid types.UID) workloads.Ref {
+	return workloads.RefTo(trainer.GroupVersion.WithKind(trainer.TrainJobKind), &metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid})
 }
 
 // ViewOf returns the report's view of a Workload (state, GPUs, priority,
@@ -74,8 +95,11 @@ func (s *Snapshot) ViewOf(gpu corev1.ResourceName) func(wl *kueue.Workload) repo
 }
 
 // ForecastIndex returns a lookup of a Workload's ProgressForecast: the
-// one recording that Workload, else the one of its controlling TrainJob
-// (nil when neither exists).
+// one recording that Workload, else the one of the job it belongs to
+// (workloads.JobOf; the controller names a job's ProgressForecast after
+// it) — in both cases only when the forecast is of the Workload's job
+// (workloads.Same: a recreated job's forecast is not its predecessor's).
+// nil when there is none.
 func (s *Snapshot) ForecastIndex() func(wl *kueue.Workload) *v1alpha1.ProgressForecast {
 	byWorkload := map[string]*v1alpha1.ProgressForecast{}
 	byJob := map[string]*v1alpha1.ProgressForecast{}
@@ -87,11 +111,12 @@ func (s *Snapshot) ForecastIndex() func(wl *kueue.Workload) *v1alpha1.ProgressFo
 		}
 	}
 	return func(wl *kueue.Workload) *v1alpha1.ProgressForecast {
-		if pf := byWorkload[wl.Namespace+"/"+wl.Name]; pf != nil {
+		job, ok := workloads.JobOf(wl)
+		if pf := byWorkload[wl.Namespace+"/"+wl.Name]; pf != nil && (!ok || workloads.Same(job, forecastJob(pf))) {
 			return pf
 		}
-		if j := trainJobOf(wl); j != "" {
-			return byJob[wl.Namespace+"/"+j]
+		if pf := byJob[wl.Namespace+"/"+job.Name]; ok && pf != nil && workloads.Same(job, forecastJob(pf)) {
+			return pf
 		}
 		return nil
 	}
@@ -209,53 +234,15 @@ func (s *Snapshot) ReportInput(o Options) (report.Input, []string) {
 	return in, notes
 }
 
-// ExplainInput finds the Workload of ns/name — a TrainJob's (label
-// kueue.x-k8s.io/job-uid, else its controller owner reference, else the
-// ProgressForecast's workload) or a Workload by name — and gathers its
-// ClusterQueue's Workloads and the planner's record.
+// ExplainInput finds the Workload of ns/name and gathers its
+// ClusterQueue's Workloads and the planner's record (explainTarget says
+// which Workload).
 func (s *Snapshot) ExplainInput(ns, name string, jobUID types.UID, o Options) (report.ExplainInput, error) {
 	gpu := o.gpu()
 	lqs := s.lqMap()
-	var pf *v1alpha1.ProgressForecast
-	for i := range s.Forecasts {
-		if s.Forecasts[i].Namespace == ns && s.Forecasts[i].Name == name {
-			pf = &s.Forecasts[i]
-		}
-	}
-	var target *kueue.Workload
-	var candidates []*kueue.Workload
-	for i := range s.Workloads {
-		wl := &s.Workloads[i]
-		if wl.Namespace != ns {
-			continue
-		}
-		switch {
-		case wl.Name == name:
-			target = wl
-		case jobUID != "" && wl.Labels[kueueext.LabelJobUID] == string(jobUID), trainJobOf(wl) == name,
-			pf != nil && pf.Status.Workload == wl.Name:
-			candidates = append(candidates, wl)
-		}
-	}
-	if target == nil {
-		// Prefer an unfinished Workload, as the controller does.
-		for _, c := range candidates {
-			if target == nil || kueueext.ReadWorkload(target, gpu).Finished && !kueueext.ReadWorkload(c, gpu).Finished {
-				target = c
-			}
-		}
-	}
-	if target == nil {
-		return report.ExplainInput{}, fmt.Errorf("no Workload for %s/%s (neither a Workload of that name nor one of a TrainJob of that name)", ns, name)
-	}
-	if pf == nil {
-		if j := trainJobOf(target); j != "" {
-			for i := range s.Forecasts {
-				if s.Forecasts[i].Namespace == ns && s.Forecasts[i].Name == j {
-					pf = &s.Forecasts[i]
-				}
-			}
-		}
+	target, pf, err := s.explainTarget(ns, name, jobUID)
+	if err != nil {
+		return report.ExplainInput{}, err
 	}
 	in := report.ExplainInput{Target: s.view(target, lqs, gpu), QuotaGPUs: -1}
 	for i := range s.Workloads {
@@ -277,6 +264,40 @@ func (s *Snapshot) ExplainInput(ns, name string, jobUID types.UID, o Options) (r
 		in.Planner = PlannerViewOf(pf, o.Now)
 	}
 	return in, nil
+}
+
+// explainTarget is what `planner explain ns/name` explains: the Workload of
+// the TrainJob ns/name by workloads.For, the rule the controller applies
+// (the TrainJob's UID is jobUID, else its ProgressForecast's owner's, else
+// unknown and the Workloads are matched by name), else the Workload named
+// name. pf is the job's ProgressForecast, or the Workload's (nil when
+// none). Several unfinished Workloads of the job are an error that names
+// them: the controller waits for Kueue to settle, and explain does not pick
+// one the controller does not.
+func (s *Snapshot) explainTarget(ns, name string, jobUID types.UID) (target *kueue.Workload, pf *v1alpha1.ProgressForecast, err error) {
+	job := trainJob(ns, name, jobUID)
+	for i := range s.Forecasts {
+		f := &s.Forecasts[i]
+		if f.Namespace == ns && f.Name == name && workloads.Same(forecastJob(f), job) {
+			pf = f
+			if job.UID == "" {
+				job.UID = forecastJob(f).UID
+			}
+		}
+	}
+	m := workloads.For(job, s.Workloads)
+	if m.Workload != nil {
+		return m.Workload, pf, nil
+	}
+	for i := range s.Workloads {
+		if wl := &s.Workloads[i]; wl.Namespace == ns && wl.Name == name {
+			return wl, s.ForecastIndex()(wl), nil
+		}
+	}
+	if m.Ambiguous {
+		return nil, nil, fmt.Errorf("%s/%s: %s; the controller waits until one is left (explain one of them by its Workload name)", ns, name, m.Reason)
+	}
+	return nil, nil, fmt.Errorf("no Workload for %s/%s: %s, and no Workload has that name", ns, name, m.Reason)
 }
 
 // PlannerViewOf reads the planner's record: verdict, reason, boost, mode

@@ -13,9 +13,9 @@
 //
 // Files by responsibility:
 //
-//	names.go              annotation, label and field-manager names
+//	names.go              annotation and field-manager names
 //	objective.go          the planner.progress.io/objective annotation
-//	workload.go           finding the Workload, facts, boost ownership, actuation
+//	workload.go           listing the Workload (pkg/workloads chooses), facts, boost ownership, actuation
 //	schedule.go           the per-job forecast rate limit
 //	arrivals.go           when the watch delivered each status change (decision latency)
 //	clock.go, text.go     clamping other components' times; printable annotation text

@@ -17,8 +17,6 @@ const (
 	// AnnotationPriorityBoost is Kueue's priority boost (KEP-7990): a
 	// signed integer added to the Workload's priority.
 	AnnotationPriorityBoost = "kueue.x-k8s.io/priority-boost"
-	// LabelJobUID is the label Kueue puts on a job's Workload.
-	LabelJobUID = "kueue.x-k8s.io/job-uid"
 
 	// FieldManager is the server-side apply field manager of the boost
 	// annotation, and of every other planner write on Workloads (waking

@@ -41,6 +41,7 @@ import (
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // These tests drive the reconciler against controller-runtime's fake client
@@ -261,7 +262,7 @@ func workloadFor(name string, tj *trainer.TrainJob, admitted bool) *kueue.Worklo
 	wl := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns, UID: types.UID(name + "-uid"),
-			Labels: map[string]string{LabelJobUID: string(tj.UID)},
+			Labels: map[string]string{workloads.LabelJobUID: string(tj.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
 				Name: tj.Name, UID: tj.UID, Controller: ptr.To(true)}},
 			CreationTimestamp: metav1.NewTime(t0),
@@ -863,7 +864,7 @@ func TestWakeWaitingIndexed(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	w := &workloads{c: c, maxNudges: 2}
+	w := &workloadIO{c: c, maxNudges: 2}
 	res, err := w.wakeWaiting(context.Background(), "cq", "", wakeRespell)
 	if err != nil {
 		t.Fatal(err)
@@ -924,7 +925,7 @@ func TestWakeWaitingDip(t *testing.T) {
 			return c.Apply(ctx, obj, opts...)
 		},
 	})
-	w := &workloads{c: c, maxNudges: 5}
+	w := &workloadIO{c: c, maxNudges: 5}
 	res, err := w.wakeWaiting(context.Background(), "cq", "", wakeDip)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package kueueext
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +34,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // NewScheme returns a scheme with the kinds the planner reads and writes:
@@ -240,9 +240,9 @@ func createOrDelete() predicate.Predicate {
 
 // workloadToTrainJob maps a Workload to the TrainJob that controls it.
 func workloadToTrainJob(_ context.Context, wl *kueue.Workload) []reconcile.Request {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil || ref.Kind != trainer.TrainJobKind || !strings.HasPrefix(ref.APIVersion, trainer.GroupVersion.Group+"/") {
+	job, ok := workloads.JobOf(wl)
+	if !ok || !job.IsKind(trainer.GroupVersion.Group, trainer.TrainJobKind) {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}}}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // Event reasons the planner emits (docs/controller.md lists them).
@@ -93,7 +94,7 @@ type TrainJobReconciler struct {
 	clock     clock.PassiveClock
 	cfg       plannerconfig.Config
 	settings  forecast.Settings
-	wl        *workloads
+	wl        *workloadIO
 
 	kueueReady atomic.Bool
 	caps       *kueueCaps
@@ -147,7 +148,7 @@ type jobState struct {
 func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
 	return &TrainJobReconciler{
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
-		wl:       &workloads{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
+		wl:       &workloadIO{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
 		caps:     newKueueCaps(c),
 		jobs:     map[types.NamespacedName]*jobState{},
 		arrivals: newArrivals(clk),
@@ -618,20 +619,20 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 		st.work.Workload, st.work.ClusterQueue = "", ""
 		key = "no-kueue"
 	default:
-		var live int
-		wl, live, err = r.wl.find(ctx, tj)
-		if err != nil {
+		var m workloads.Match
+		if m, err = FindWorkload(ctx, r.wl.c, tj); err != nil {
 			return nil, facts, nil, 0, fmt.Errorf("find Workload: %w", err)
 		}
+		wl = m.Workload
 		switch {
-		case wl == nil && live > 1:
+		case m.Ambiguous:
 			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonDuplicates
-			cond.Message = fmt.Sprintf("%d unfinished Workloads are controlled by this TrainJob; waiting for Kueue to settle", live)
+			cond.Message = fmt.Sprintf("%d unfinished Workloads are controlled by this TrainJob; waiting for Kueue to settle", len(m.Unfinished))
 			backoff = duplicateWorkloadBackoff
 			key = "duplicates"
 		case wl == nil:
 			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonNoWorkload
-			cond.Message = "no Workload labeled " + LabelJobUID + "=" + string(tj.UID) + " is controlled by this TrainJob (not queued by Kueue?)"
+			cond.Message = "no Workload labeled " + workloads.LabelJobUID + "=" + string(tj.UID) + " is controlled by this TrainJob (not queued by Kueue?)"
 			st.work.Workload, st.work.ClusterQueue = "", ""
 			key = "no-workload"
 		default:

@@ -22,6 +22,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // WorkloadFacts is what the planner reads from a TrainJob's Workload.
@@ -209,39 +211,6 @@ func ownsAnnotation(raw []byte, key string) bool {
 	return ok
 }
 
-// SelectWorkload picks the TrainJob's Workload among candidates (listed by
-// the job-uid label): those controlled by the TrainJob and not being
-// deleted. A single unfinished one wins; with none unfinished, the newest
-// finished one. With several unfinished ones (Kueue replaces a Workload
-// briefly), it returns nil and their number: the caller waits.
-func SelectWorkload(jobUID types.UID, candidates []kueue.Workload) (sel *kueue.Workload, live int) {
-	var unfinished, finished []*kueue.Workload
-	for i := range candidates {
-		wl := &candidates[i]
-		ref := metav1.GetControllerOf(wl)
-		if ref == nil || ref.UID != jobUID || wl.DeletionTimestamp != nil {
-			continue
-		}
-		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
-			finished = append(finished, wl)
-		} else {
-			unfinished = append(unfinished, wl)
-		}
-	}
-	switch {
-	case len(unfinished) == 1:
-		return unfinished[0], 1
-	case len(unfinished) > 1:
-		return nil, len(unfinished)
-	case len(finished) > 0:
-		newest := slices.MaxFunc(finished, func(a, b *kueue.Workload) int {
-			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-		})
-		return newest, 0
-	}
-	return nil, 0
-}
-
 // PlannerEviction returns the time of an eviction the planner caused, when
 // the Workload is evicted (Evicted=True) after lastRecorded and either
 // the planner's negative boost was in effect before it (preemption), or
@@ -335,8 +304,8 @@ func workloadApply(name, namespace string, uid types.UID, resourceVersion, value
 	return u
 }
 
-// workloads reads and writes Kueue Workloads for the reconciler.
-type workloads struct {
+// workloadIO reads and writes Kueue Workloads for the reconciler.
+type workloadIO struct {
 	c         client.Client
 	gpu       corev1.ResourceName
 	maxNudges int
@@ -373,7 +342,7 @@ var cacheIndexes = []struct {
 	}},
 }
 
-func (w *workloads) ensureIndexes(ctx context.Context) error {
+func (w *workloadIO) ensureIndexes(ctx context.Context) error {
 	if w.indexer == nil {
 		return nil
 	}
@@ -391,19 +360,26 @@ func (w *workloads) ensureIndexes(ctx context.Context) error {
 	return nil
 }
 
-// find lists the TrainJob's Workloads by the job-uid label and selects one.
-func (w *workloads) find(ctx context.Context, tj *trainer.TrainJob) (*kueue.Workload, int, error) {
+// TrainJobRef names tj for pkg/workloads.
+func TrainJobRef(tj *trainer.TrainJob) workloads.Ref {
+	return workloads.RefTo(trainer.GroupVersion.WithKind(trainer.TrainJobKind), tj)
+}
+
+// FindWorkload is the controller's Workload lookup: it lists the
+// TrainJob's Workloads by Kueue's job-uid label (workloads.Selector) and
+// lets workloads.For choose, the rule `planner explain` applies too.
+func FindWorkload(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (workloads.Match, error) {
+	ref := TrainJobRef(tj)
 	var list kueue.WorkloadList
-	if err := w.c.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels{LabelJobUID: string(tj.UID)}); err != nil {
-		return nil, 0, err
+	if err := c.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels(workloads.Selector(ref))); err != nil {
+		return workloads.Match{}, err
 	}
-	sel, live := SelectWorkload(tj.UID, list.Items)
-	return sel, live, nil
+	return workloads.For(ref, list.Items), nil
 }
 
 // clusterQueueOf resolves a Workload's ClusterQueue: from its admission,
 // else from its LocalQueue ("" when unknown).
-func (w *workloads) clusterQueueOf(ctx context.Context, wl *kueue.Workload, lqCache map[string]string) string {
+func (w *workloadIO) clusterQueueOf(ctx context.Context, wl *kueue.Workload, lqCache map[string]string) string {
 	if wl.Status.Admission != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) {
 		return string(wl.Status.Admission.ClusterQueue)
 	}
@@ -434,14 +410,14 @@ func (w *workloads) clusterQueueOf(ctx context.Context, wl *kueue.Workload, lqCa
 // the caller has checked at wl's resourceVersion that no other manager owns
 // it (ForeignBoostOwners), and the resourceVersion precondition makes the
 // write fail with a conflict if anything changed since.
-func (w *workloads) setBoost(ctx context.Context, wl *kueue.Workload, value int32) error {
+func (w *workloadIO) setBoost(ctx context.Context, wl *kueue.Workload, value int32) error {
 	u := workloadApply(wl.Name, wl.Namespace, wl.UID, wl.ResourceVersion, strconv.FormatInt(int64(value), 10))
 	return w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
 // deactivate sets spec.active=false (a merge patch: it fails if the
 // Workload is gone, and never creates one).
-func (w *workloads) deactivate(ctx context.Context, wl *kueue.Workload) error {
+func (w *workloadIO) deactivate(ctx context.Context, wl *kueue.Workload) error {
 	patch := []byte(`{"spec":{"active":false}}`)
 	return w.c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
 }
@@ -459,7 +435,7 @@ type nudgeResult struct {
 // themselves for Workloads without a WorkloadPriorityClass), in the given
 // style (kueuecaps.go). Workloads whose annotation another writer owns are
 // skipped: the planner never fights over it.
-func (w *workloads) wakeWaiting(ctx context.Context, clusterQueue string, except types.UID, style wakeStyle) (nudgeResult, error) {
+func (w *workloadIO) wakeWaiting(ctx context.Context, clusterQueue string, except types.UID, style wakeStyle) (nudgeResult, error) {
 	var res nudgeResult
 	if clusterQueue == "" || w.maxNudges == 0 {
 		return res, nil

@@ -181,37 +181,6 @@ func wlOwned(name string, owner types.UID, created time.Time, finished, deleting
 	return wl
 }
 
-func TestSelectWorkload(t *testing.T) {
-	const uid = types.UID("job-uid")
-	tests := []struct {
-		name  string
-		cands []kueue.Workload
-		want  string
-		live  int
-	}{
-		{"none", nil, "", 0},
-		{"one", []kueue.Workload{wlOwned("a", uid, t0, false, false)}, "a", 1},
-		{"other owner ignored", []kueue.Workload{wlOwned("x", "other", t0, false, false), wlOwned("a", uid, t0, false, false)}, "a", 1},
-		{"no controller ignored", []kueue.Workload{wlOwned("x", "", t0, false, false)}, "", 0},
-		{"deleting ignored", []kueue.Workload{wlOwned("old", uid, t0, false, true), wlOwned("a", uid, t0.Add(time.Minute), false, false)}, "a", 1},
-		{"finished ignored when a live one exists", []kueue.Workload{wlOwned("old", uid, t0.Add(time.Hour), true, false), wlOwned("a", uid, t0, false, false)}, "a", 1},
-		{"duplicates wait", []kueue.Workload{wlOwned("a", uid, t0, false, false), wlOwned("b", uid, t0.Add(time.Second), false, false)}, "", 2},
-		{"newest finished", []kueue.Workload{wlOwned("f1", uid, t0, true, false), wlOwned("f2", uid, t0.Add(time.Hour), true, false)}, "f2", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sel, live := SelectWorkload(uid, tt.cands)
-			got := ""
-			if sel != nil {
-				got = sel.Name
-			}
-			if got != tt.want || live != tt.live {
-				t.Errorf("got %q live %d, want %q live %d", got, live, tt.want, tt.live)
-			}
-		})
-	}
-}
-
 func TestPlannerEviction(t *testing.T) {
 	at := t0.Add(10 * time.Minute)
 	before, after := t0, t0.Add(20*time.Minute)

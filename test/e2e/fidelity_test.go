@@ -14,13 +14,13 @@ import (
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/progress-planner/planner/pkg/workloads"
 	"github.com/progress-planner/planner/simulator"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -405,8 +405,8 @@ func conditionTrue(wl *kueue.Workload, condType string) bool {
 // ownerName is the name of the TrainJob controlling wl (the scenario's job
 // name), or the Workload's own name.
 func ownerName(wl *kueue.Workload) string {
-	if ref := metav1.GetControllerOf(wl); ref != nil {
-		return ref.Name
+	if job, ok := workloads.JobOf(wl); ok && job.Name != "" {
+		return job.Name
 	}
 	return "workload " + wl.Name
 }

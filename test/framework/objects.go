@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // Names and keys the suites share with Kueue.
@@ -37,7 +39,6 @@ const (
 
 	QueueNameLabel          = "kueue.x-k8s.io/queue-name"
 	PriorityClassLabel      = "kueue.x-k8s.io/priority-class"
-	JobUIDLabel             = "kueue.x-k8s.io/job-uid"
 	PriorityBoostAnnotation = "kueue.x-k8s.io/priority-boost"
 )
 
@@ -54,6 +55,11 @@ const RequeueBatchPeriod = 1 * time.Second
 // ErrNoWorkload is returned (wrapped) by WorkloadFor when the TrainJob has no
 // Workload yet.
 var ErrNoWorkload = errors.New("no Workload controlled by the TrainJob")
+
+// ErrAmbiguousWorkload is returned (wrapped) by WorkloadFor when several
+// unfinished Workloads are controlled by the TrainJob (the controller waits
+// for one to be left).
+var ErrAmbiguousWorkload = errors.New("several unfinished Workloads controlled by the TrainJob")
 
 // CreateNamespace creates a namespace; an existing one is fine.
 func (e *Env) CreateNamespace(ctx context.Context, name string) error {
@@ -222,34 +228,25 @@ func runtimeNotSeen(err error) bool {
 		strings.Contains(msg, TorchRuntime) && strings.Contains(msg, "not found")
 }
 
-// WorkloadFor returns the Workload Kueue created for tj: labelled
-// kueue.x-k8s.io/job-uid=<tj.UID> and controlled by tj. Duplicates can exist
-// briefly; the newest controlled one wins. ErrNoWorkload (wrapped) when none.
+// WorkloadFor returns the Workload Kueue created for tj, as the controller
+// finds it (listed by workloads.Selector, chosen by workloads.For).
+// ErrNoWorkload (wrapped) when there is none, ErrAmbiguousWorkload
+// (wrapped) when several unfinished ones exist (briefly, while Kueue
+// replaces one).
 func (e *Env) WorkloadFor(ctx context.Context, tj *kftrainer.TrainJob) (*kueue.Workload, error) {
+	job := workloads.RefTo(kftrainer.GroupVersion.WithKind(kftrainer.TrainJobKind), tj)
 	var list kueue.WorkloadList
-	if err := e.Client.List(ctx, &list, client.InNamespace(tj.Namespace),
-		client.MatchingLabels{JobUIDLabel: string(tj.UID)}); err != nil {
+	if err := e.Client.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels(workloads.Selector(job))); err != nil {
 		return nil, err
 	}
-	var best *kueue.Workload
-	for i := range list.Items {
-		wl := &list.Items[i]
-		if !controlledBy(wl, tj.UID) || wl.DeletionTimestamp != nil {
-			continue
-		}
-		if best == nil || best.CreationTimestamp.Before(&wl.CreationTimestamp) {
-			best = wl
-		}
+	m := workloads.For(job, list.Items)
+	switch {
+	case m.Ambiguous:
+		return nil, fmt.Errorf("%s: %w", m.Reason, ErrAmbiguousWorkload)
+	case m.Workload == nil:
+		return nil, fmt.Errorf("%s: %w", m.Reason, ErrNoWorkload)
 	}
-	if best == nil {
-		return nil, fmt.Errorf("TrainJob %s/%s (uid %s): %w", tj.Namespace, tj.Name, tj.UID, ErrNoWorkload)
-	}
-	return best, nil
-}
-
-func controlledBy(o metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == uid
+	return m.Workload, nil
 }
 
 // WaitForWorkload polls WorkloadFor until the TrainJob has a Workload.
@@ -257,7 +254,7 @@ func (e *Env) WaitForWorkload(ctx context.Context, tj *kftrainer.TrainJob, timeo
 	var wl *kueue.Workload
 	_, err := Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
 		w, err := e.WorkloadFor(ctx, tj)
-		if errors.Is(err, ErrNoWorkload) {
+		if errors.Is(err, ErrNoWorkload) || errors.Is(err, ErrAmbiguousWorkload) {
 			return false, nil
 		}
 		if err != nil {
