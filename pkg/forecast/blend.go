@@ -29,11 +29,15 @@ type blended struct {
 	// better than the curve did (under half its squared error); the time to
 	// target then follows the line.
 	lineBetter bool
-	hSpan      float64 // axis length of the hindcast horizon
-	inflation  float64 // Settings.IntervalInflation
-	hPower     float64 // Settings.IntervalHorizonPower
-	xLast      float64
-	lo, hi     float64 // physical bounds of the oriented metric (±Inf when none)
+	// levelsOffChecked: the hindcast ran and its curve, refitted on the
+	// first two thirds, reached every level the job went on to reach. Only
+	// then is the curve trusted to say the job will never reach its target.
+	levelsOffChecked bool
+	hSpan            float64 // axis length of the hindcast horizon
+	inflation        float64 // Settings.IntervalInflation
+	hPower           float64 // Settings.IntervalHorizonPower
+	xLast            float64
+	lo, hi           float64 // physical bounds of the oriented metric (±Inf when none)
 }
 
 // newBlended fits the hindcast and returns the blend around cf.
@@ -91,6 +95,7 @@ func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
 		}
 	}
 	b.lineBetter = lineOK && seL < 0.5*seC
+	b.levelsOffChecked = !curveFellShort(hf, obs, k)
 	n := float64(len(ys))
 	mseC, mseP := seC/n, seP/n
 	if mseC+mseP > 0 {
@@ -105,6 +110,23 @@ func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
 	b.hErr = math.Sqrt(seB / n)
 	b.hSpan = x1 - obs[k-1].x
 	return b
+}
+
+// curveFellShort: the curve refitted on obs[:k] never reaches, within its
+// crossing horizon, the level the job's held-out observations obs[k:]
+// actually reached (the median of the last three, so one lucky evaluation
+// does not set it). Such a curve has already said "levels off" wrongly once
+// on this job's own history.
+func curveFellShort(hf curve.Ensemble, obs []objPoint, k int) bool {
+	held := obs[k:]
+	n := len(held)
+	level := held[n-1].y
+	if n >= 3 {
+		level = median3(held[n-3].y, held[n-2].y, held[n-1].y)
+	}
+	origin := obs[k-1].x
+	_, ok := hf.Crossing(level, origin, math.Max(origin, 1)*20)
+	return !ok
 }
 
 // physicalBounds: a maximized metric observed only within [0,1] (accuracy,

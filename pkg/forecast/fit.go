@@ -236,7 +236,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		xc, ok = cf.Crossing(level, xLast, math.Max(xLast, 1)*20)
 		if !ok {
 			a, okA := cf.Asymptote()
-			if !okA || a-level > math.Max(cf.Sigma, bl.hErr) {
+			if (!okA || a-level > math.Max(cf.Sigma, bl.hErr)) && bl.levelsOffChecked {
 				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0
 			}
 		}

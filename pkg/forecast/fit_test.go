@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/progress"
@@ -387,5 +388,37 @@ func TestStallRuleRemembersFalsePlateaus(t *testing.T) {
 	}
 	if !stalled(plain, 590, s) {
 		t.Error("a plain stall of 170 s in a 590 s run not called")
+	}
+}
+
+// A curve may say "levels off before the target" only when, refitted on
+// the first two thirds of the job's own history, it reached the level the
+// job went on to reach. A step-LR job whose accuracy climbed past its
+// earlier plateau gets the recent line's crossing instead of "never"; a
+// job that really saturates below its target still gets "never".
+func TestFitLevelsOffOnlyWhenTheCurveHeldOnTheJobsOwnPast(t *testing.T) {
+	tgt := 0.72
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
+	observe := func(acc func(i int) float64) *progress.History {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 30; i++ {
+			h.Observe(float64(i*20), progress.TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc(i)), "samples_count", fmt.Sprint(i*1000))})
+		}
+		return h
+	}
+	saturating := func(i int) float64 { return 0.6 - 0.4*math.Exp(-float64(i)/3) }
+	stepLR := func(i int) float64 {
+		if i <= 23 {
+			return saturating(i)
+		}
+		return saturating(23) + 0.008*float64(i-23) // the learning-rate drop: a steady climb again
+	}
+	f := Fit(observe(stepLR), obj, 600, DefaultSettings())
+	if tt := f.TimeToTarget; tt == nil || !tt.Known || tt.Basis != "target-linear" {
+		t.Fatalf("step-LR job: time to target %+v, want the recent line's crossing (notes %v)", tt, f.Notes)
+	}
+	f = Fit(observe(saturating), obj, 600, DefaultSettings())
+	if tt := f.TimeToTarget; tt == nil || tt.Known || !strings.Contains(tt.Why, "levels off") {
+		t.Fatalf("saturating job: time to target %+v, want \"levels off before the target\"", tt)
 	}
 }
