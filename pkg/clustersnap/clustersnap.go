@@ -210,7 +210,7 @@ func recentArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workl
 	if oldest.After(from) {
 		from = oldest
 	}
-	r := &simulator.RecentArrivals{Window: simulator.Seconds(math.Min(math.Max(1, math.Round(o.Now.Sub(from).Seconds())), simulator.MaxSeconds))}
+	r := &simulator.RecentArrivals{Window: durationSeconds(o.Now.Sub(from).Seconds())}
 	for i := range s.Workloads {
 		wl := &s.Workloads[i]
 		v := viewOf(wl)
@@ -220,7 +220,7 @@ func recentArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workl
 		js := simulator.JobSpec{Name: fmt.Sprintf("next/%s/%s", v.Namespace, v.Name), Queue: v.ClusterQueue, GPUs: v.GPUs,
 			Priority: v.BasePriority, Duration: simulator.Seconds(o.DefaultDuration), UnknownDuration: true}
 		if run := lastRun(wl); run > 0 {
-			js.Duration, js.UnknownDuration = simulator.Seconds(math.Min(math.Round(math.Max(1, run)), simulator.MaxSeconds)), false
+			js.Duration, js.UnknownDuration = durationSeconds(run), false
 		}
 		r.Jobs = append(r.Jobs, js)
 	}
@@ -232,23 +232,30 @@ func recentArrivals(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workl
 // runs, and how long the admitted ones have run so far (censored: they
 // will run longer; simulator.Scenario.RunSoFar).
 func runTimes(s *clusterview.Snapshot, now time.Time) (done, soFar []simulator.Seconds) {
-	sec := func(v float64) simulator.Seconds {
-		return simulator.Seconds(math.Min(math.Round(math.Max(1, v)), simulator.MaxSeconds))
-	}
 	for i := range s.Workloads {
 		wl := &s.Workloads[i]
 		if run := lastRun(wl); run > 0 {
-			done = append(done, sec(run))
+			done = append(done, durationSeconds(run))
 		} else if ran := runningFor(wl, now); ran >= 1 {
-			soFar = append(soFar, sec(ran))
+			soFar = append(soFar, durationSeconds(ran))
 		}
 	}
 	return done, soFar
 }
 
-// ranFor is runningFor as a job's JobSpec.RanFor.
+// ranFor is runningFor as a job's JobSpec.RanFor (0: not running).
 func ranFor(wl *kueue.Workload, now time.Time) simulator.Seconds {
-	return simulator.Seconds(math.Min(math.Round(runningFor(wl, now)), simulator.MaxSeconds))
+	if ran := runningFor(wl, now); ran > 0 {
+		return durationSeconds(ran)
+	}
+	return 0
+}
+
+// durationSeconds is a measured duration as the simulator takes one: whole
+// seconds in [1, simulator.MaxSeconds] (a scenario rejects 0 and anything
+// past its horizon).
+func durationSeconds(v float64) simulator.Seconds {
+	return simulator.Seconds(math.Min(math.Round(math.Max(1, v)), simulator.MaxSeconds))
 }
 
 // runningFor is how long an admitted, unfinished Workload has held its
@@ -373,7 +380,7 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 				notes = append(notes, err.Error())
 			}
 			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
-				js.Duration = simulator.Seconds(math.Max(1, math.Round(fc.ETA.Value)))
+				js.Duration = durationSeconds(fc.ETA.Value)
 				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), fc.ETA.Lo, fc.ETA.Hi)
 			} else {
 				sk.noETA++
