@@ -184,10 +184,11 @@ func newJobReconciler(kind jobframework.Adapter, reports jobframework.ReportSour
 	}
 }
 
-// shareWith makes r use other's table of tracked jobs and Kueue
-// capabilities (one planner, several kinds).
+// shareWith makes r use other's table of tracked jobs, Kueue capabilities
+// and Workload I/O (one planner, several kinds: the Workload cache indexes
+// are registered once).
 func (r *JobReconciler) shareWith(other *JobReconciler) {
-	r.table, r.caps = other.table, other.caps
+	r.table, r.caps, r.wl = other.table, other.caps, other.wl
 }
 
 // kindName is the kind for messages ("TrainJob", "Job", "JobSet").
@@ -212,8 +213,8 @@ func (r *JobReconciler) key(nn types.NamespacedName) jobKey {
 	return jobKey{Kind: r.kind.GVK().GroupKind(), NamespacedName: nn}
 }
 
-// forget drops a job that is gone or no longer tracked (and its report,
-// when reports is nil for gone jobs only).
+// forget drops a job that is gone or no longer tracked from the table, and
+// a gone job's report from the report source.
 func (r *JobReconciler) forget(nn types.NamespacedName, gone bool) {
 	t := r.table
 	t.mu.Lock()

@@ -181,9 +181,10 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 	p := &Planner{mgr: mgr, opts: opts, disc: disc}
 	for _, k := range jobframework.Built(opts.Reports) {
 		rec := newJobReconciler(k.Adapter, opts.Reports, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
-		rec.wl.indexer = mgr.GetFieldIndexer()
 		if len(p.kinds) > 0 {
 			rec.shareWith(p.kinds[0].rec)
+		} else {
+			rec.wl.indexer = mgr.GetFieldIndexer()
 		}
 		p.kinds = append(p.kinds, &kindController{kind: k, rec: rec})
 	}
