@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Condition types of a ProgressForecast.
@@ -29,15 +30,40 @@ const (
 	ObjectiveDefault        = "default"
 )
 
-// ProgressForecastSpec names the TrainJob a ProgressForecast is about. The
-// planner creates and owns ProgressForecasts; users do not write them.
-type ProgressForecastSpec struct {
-	// trainJobName is the TrainJob, in the same namespace, this forecast is
-	// about. The ProgressForecast is owned by (and named like) it.
+// JobRef names the job a ProgressForecast is about: any kind the planner
+// tracks (docs/progress-sources.md lists them), in the ProgressForecast's
+// namespace.
+type JobRef struct {
+	// apiVersion of the job, e.g. "trainer.kubeflow.org/v1alpha1",
+	// "batch/v1" or "jobset.x-k8s.io/v1alpha2".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9.-]+/)?v[0-9][a-z0-9]*$`
+	// +required
+	APIVersion string `json:"apiVersion"`
+	// kind of the job, e.g. "TrainJob", "Job", "JobSet".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +required
+	Kind string `json:"kind"`
+	// name of the job, in the ProgressForecast's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
-	TrainJobName string `json:"trainJobName"`
+	Name string `json:"name"`
+	// uid of the job: a recreated job of the same name is another job.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+}
+
+// ProgressForecastSpec names the job a ProgressForecast is about. The
+// planner creates and owns ProgressForecasts; users do not write them.
+type ProgressForecastSpec struct {
+	// jobRef is the job, in the same namespace, this forecast is about.
+	// The ProgressForecast is owned by (and named like) it.
+	// +required
+	JobRef JobRef `json:"jobRef"`
 }
 
 // ForecastSummary is the latest forecast in a form for people and printer
@@ -253,13 +279,16 @@ type ProgressForecastStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ProgressForecast is the planner's forecast and decision for one TrainJob.
-// The planner creates one per tracked TrainJob, owned by it (deleted with
-// it), and writes only its status.
+// ProgressForecast is the planner's forecast and decision for one job (a
+// TrainJob, batch/v1 Job or JobSet: spec.jobRef). The planner creates one
+// per tracked job, owned by it (deleted with it), and writes only its
+// status.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pf,categories=planner
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.jobRef.kind`,description="Kind of the job"
+// +kubebuilder:printcolumn:name="Job",type=string,JSONPath=`.spec.jobRef.name`,priority=1,description="Name of the job"
 // +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.forecast.progress`,description="Progress from the job's step counters"
 // +kubebuilder:printcolumn:name="ETA",type=string,JSONPath=`.status.forecast.eta`,description="The planner's estimate of the remaining run time"
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`,description="The policy's verdict"

@@ -16,7 +16,7 @@ func TestProgressForecastJSONRoundTrip(t *testing.T) {
 	pf := &ProgressForecast{
 		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "ProgressForecast"},
 		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns"},
-		Spec:       ProgressForecastSpec{TrainJobName: "job"},
+		Spec:       ProgressForecastSpec{JobRef: JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "job"}},
 		Status: ProgressForecastStatus{
 			Revision: 3, Verdict: "Plateaued", Boost: -100, AdvisedBoost: -100, Mode: "enforce",
 			Rejections: map[string]int32{"unparsable": 2},
@@ -67,6 +67,7 @@ func TestGeneratedCRD(t *testing.T) {
 				Columns []struct {
 					Name     string `json:"name"`
 					JSONPath string `json:"jsonPath"`
+					Priority int    `json:"priority"`
 				} `json:"additionalPrinterColumns"`
 				Subresources map[string]any `json:"subresources"`
 				Schema       struct {
@@ -90,7 +91,7 @@ func TestGeneratedCRD(t *testing.T) {
 	for _, c := range v.Columns {
 		cols = append(cols, c.Name)
 	}
-	if got := strings.Join(cols[:7], ","); got != "Progress,ETA,Verdict,Boost,Metric,Predicted,Age" {
+	if got := strings.Join(cols[:9], ","); got != "Kind,Job,Progress,ETA,Verdict,Boost,Metric,Predicted,Age" || v.Columns[1].Priority != 1 {
 		t.Errorf("printer columns %v", cols)
 	}
 	if _, ok := v.Subresources["status"]; !ok {

@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/test/framework"
@@ -34,7 +35,7 @@ func TestLiveForecastOnRealAPIServer(t *testing.T) {
 	now := time.Now()
 	t0 := float64(now.Unix()) - 1000
 	pf := livePF(t, t0, 100)
-	pf.Spec.TrainJobName = "llama"
+	pf.Spec.JobRef = v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "llama"}
 	st := pf.Status
 	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
 	if err != nil {

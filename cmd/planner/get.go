@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,12 +74,14 @@ func runGet(cmd *cobra.Command, name string, fl *getFlags) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
-	head := []string{"NAME", "PROGRESS", "ETA", "VERDICT", "BOOST", "METRIC", "PREDICTED", "AGE"}
+	// The columns of kubectl get pf (the CRD's printer columns).
+	head := []string{"NAME", "KIND", "PROGRESS", "ETA", "VERDICT", "BOOST", "METRIC", "PREDICTED", "AGE"}
+	if fl.wide {
+		head = slices.Insert(head, 2, "JOB")
+		head = append(head, "OBJECTIVE", "ADVISED", "MODE", "WORKLOAD", "REASON")
+	}
 	if fl.allNamespaces {
 		head = append([]string{"NAMESPACE"}, head...)
-	}
-	if fl.wide {
-		head = append(head, "OBJECTIVE", "ADVISED", "MODE", "WORKLOAD", "REASON")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	now := time.Now()
@@ -88,13 +91,14 @@ func runGet(cmd *cobra.Command, name string, fl *getFlags) error {
 		if st.Forecast != nil {
 			fs = *st.Forecast
 		}
-		row := []string{pf.Name, fs.Progress, fs.ETA, st.Verdict, fmt.Sprint(st.Boost), fs.Current, fs.Predicted,
+		row := []string{pf.Name, pf.Spec.JobRef.Kind, fs.Progress, fs.ETA, st.Verdict, fmt.Sprint(st.Boost), fs.Current, fs.Predicted,
 			duration.HumanDuration(now.Sub(pf.CreationTimestamp.Time))}
+		if fl.wide {
+			row = slices.Insert(row, 2, pf.Spec.JobRef.Name)
+			row = append(row, st.Objective, fmt.Sprint(st.AdvisedBoost), st.Mode, st.Workload, st.Reason)
+		}
 		if fl.allNamespaces {
 			row = append([]string{pf.Namespace}, row...)
-		}
-		if fl.wide {
-			row = append(row, st.Objective, fmt.Sprint(st.AdvisedBoost), st.Mode, st.Workload, st.Reason)
 		}
 		for i, v := range row {
 			if v == "" {

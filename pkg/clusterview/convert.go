@@ -66,16 +66,16 @@ func trainJobOf(wl *kueue.Workload) string {
 }
 
 // forecastJob is the job a ProgressForecast records: its controller owner
-// reference, else the TrainJob its spec names (UID unknown).
+// reference, else the job its spec.jobRef names, else (an object written
+// by hand without either) the TrainJob of its own name, UID unknown.
 func forecastJob(pf *v1alpha1.ProgressForecast) workloads.Ref {
 	if job, ok := workloads.ControllerOf(pf); ok {
 		return job
 	}
-	name := pf.Spec.TrainJobName
-	if name == "" {
-		name = pf.Name
+	if r := pf.Spec.JobRef; r.Kind != "" && r.Name != "" {
+		return workloads.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: pf.Namespace, Name: r.Name, UID: r.UID}
 	}
-	return trainJob(pf.Namespace, name, "")
+	return trainJob(pf.Namespace, pf.Name, "")
 }
 
 // trainJob names the TrainJob ns/name (uid "" when unknown).

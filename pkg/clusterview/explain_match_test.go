@@ -15,13 +15,14 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // TestExplainPicksTheControllersWorkload: for the cases where the two used
 // to differ, `planner explain` (ExplainInput) names exactly the Workload the
-// controller's lookup (kueueext.FindWorkload) acts on, or none when the
+// controller's lookup (jobframework.FindWorkload) acts on, or none when the
 // controller has none — with the TrainJob's UID, and without it (the UID
 // then comes from the job's ProgressForecast).
 func TestExplainPicksTheControllersWorkload(t *testing.T) {
@@ -70,7 +71,7 @@ func TestExplainPicksTheControllersWorkload(t *testing.T) {
 	}
 	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: "job", UID: "new", Controller: ptr.To(true)}}},
-		Spec: v1alpha1.ProgressForecastSpec{TrainJobName: "job"}}
+		Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "job"}}}
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +80,7 @@ func TestExplainPicksTheControllersWorkload(t *testing.T) {
 				objs = append(objs, w)
 			}
 			c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(objs...).Build()
-			m, err := kueueext.FindWorkload(ctx, c, tj)
+			m, err := jobframework.FindWorkload(ctx, c, jobframework.RefOf(jobframework.TrainJob{}, tj))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func fixture() []client.Object {
 		ResourceGroups: []kueue.ResourceGroup{{CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"}, Flavors: []kueue.FlavorQuotas{{Name: "f",
 			Resources: []kueue.ResourceQuota{{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}}}}}}}}
 	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "lq"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
-	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job-a"}, Spec: v1alpha1.ProgressForecastSpec{TrainJobName: "job-a"},
+	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job-a"}, Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "job-a"}},
 		Status: v1alpha1.ProgressForecastStatus{Workload: "trainjob-job-a-1", ClusterQueue: "cq", Verdict: "Plateaued", Boost: -100, AdvisedBoost: -100,
 			Mode: "enforce", Reason: "Plateaued: plateau probability 97%", Objective: "eval_loss,minimize",
 			Forecast: &v1alpha1.ForecastSummary{Time: t0, Reports: 40, Progress: "60%", PlateauProbability: "97%"}}}

@@ -29,6 +29,9 @@ const (
 	// JobSetNameKey). Kubeflow Trainer creates one JobSet per TrainJob,
 	// named after it.
 	JobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
+	// JobNameLabel names a pod's batch/v1 Job (k8s.io/api batchv1's
+	// JobNameLabel, set by the Job controller on every pod it creates).
+	JobNameLabel = "batch.kubernetes.io/job-name"
 )
 
 // Kind is what declares a gang.
@@ -37,6 +40,7 @@ type Kind string
 const (
 	KindPodGroup Kind = "PodGroup"
 	KindJobSet   Kind = "JobSet"
+	KindJob      Kind = "Job"
 )
 
 // Gang is a pod's gang.
@@ -45,10 +49,11 @@ type Gang struct {
 	// pods with the same Key are one gang.
 	Kind            Kind
 	Namespace, Name string
-	// Job is the TrainJob the gang runs, which is also the name of its
-	// ProgressForecast: the JobSet's name when the pod carries one (Trainer
-	// names the JobSet after the TrainJob), else the PodGroup's (Trainer's
-	// coscheduling names the PodGroup after the TrainJob).
+	// Job is the job the gang runs (a TrainJob, JobSet or batch/v1 Job),
+	// which is also the name of its ProgressForecast: the JobSet's name when
+	// the pod carries one (Trainer names the JobSet after the TrainJob),
+	// else the PodGroup's (Trainer's coscheduling names the PodGroup after
+	// the TrainJob), else the batch/v1 Job's.
 	Job string
 	// MinMember is the fewest running pods the gang works with (a PodGroup's
 	// spec.minMember). 0 means every pod: the gang has no quorum below its
@@ -83,10 +88,13 @@ type Rule struct {
 // Rules apply in order; the first that matches decides. A PodGroup comes
 // before the JobSet label because it is what the scheduler places as a unit
 // and it states the gang's quorum; a TrainJob run with Trainer's
-// coscheduling carries both, naming the same TrainJob.
+// coscheduling carries both, naming the same TrainJob. The batch/v1 Job
+// label comes last: a JobSet's pods carry it too (one Job per replicated
+// job), and there the JobSet is the gang.
 var Rules = [...]Rule{
 	{"podGroup", podGroup},
 	{"jobSet", jobSet},
+	{"job", batchJob},
 }
 
 // Of returns the gang of pod (whose metadata is all that is read) and
@@ -130,6 +138,16 @@ func jobSet(pod metav1.Object, _ Lookup) (Gang, bool) {
 	return Gang{Kind: KindJobSet, Namespace: pod.GetNamespace(), Name: name, Job: name}, true
 }
 
+// batchJob: the batch/v1 Job label (a Job's pods, the Job not part of a
+// JobSet). A Job has no quorum: all of its pods.
+func batchJob(pod metav1.Object, _ Lookup) (Gang, bool) {
+	name := pod.GetLabels()[JobNameLabel]
+	if name == "" {
+		return Gang{}, false
+	}
+	return Gang{Kind: KindJob, Namespace: pod.GetNamespace(), Name: name, Job: name}, true
+}
+
 // MemberLabels are labels every pod of the gang carries (a selector for its
 // candidate members); a pod they select belongs to the gang only if Of
 // returns the same Key for it (a JobSet's pod that also names a PodGroup is
@@ -140,6 +158,8 @@ func (g Gang) MemberLabels() map[string]string {
 		return map[string]string{PodGroupLabel: g.Name}
 	case KindJobSet:
 		return map[string]string{JobSetNameLabel: g.Name}
+	case KindJob:
+		return map[string]string{JobNameLabel: g.Name}
 	}
 	return nil
 }

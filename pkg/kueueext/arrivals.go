@@ -4,44 +4,46 @@ import (
 	"sync"
 	"time"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/progress-planner/planner/pkg/jobframework"
 )
 
-// arrivals remembers when the watch delivered each TrainJob's latest
-// trainerStatus change, so the decision latency can be measured from the
+// arrivals remembers when the watch delivered each job's latest report
+// change (a TrainJob's trainerStatus; kinds fed by a report source stamp
+// their reports themselves: jobframework.Report.ReceivedAt), so the decision latency can be measured from the
 // delivery rather than from the reconcile that picked the change up (which
 // may have waited in the workqueue).
 type arrivals struct {
 	clock clock.PassiveClock
+	kind  jobframework.Adapter
 	mu    sync.Mutex
 	at    map[types.NamespacedName]time.Time
 }
 
-func newArrivals(clk clock.PassiveClock) *arrivals {
-	return &arrivals{clock: clk, at: map[types.NamespacedName]time.Time{}}
+func newArrivals(clk clock.PassiveClock, kind jobframework.Adapter) *arrivals {
+	return &arrivals{clock: clk, kind: kind, at: map[types.NamespacedName]time.Time{}}
 }
 
-// predicate stamps deliveries that carry a new trainerStatus. It filters
-// nothing: it only observes the event stream where it is delivered.
+// predicate stamps deliveries that carry a new report in the object (the
+// report's hash changed). It filters nothing: it only observes the event
+// stream where it is delivered.
 func (a *arrivals) predicate() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
-			if tj, ok := e.Object.(*trainer.TrainJob); ok && tj.Status.TrainerStatus != nil {
-				a.note(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name})
+			if r, ok := a.kind.Latest(e.Object); ok && r.ReceivedAt.IsZero() {
+				a.note(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()})
 			}
 			return true
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, ok1 := e.ObjectOld.(*trainer.TrainJob)
-			tj, ok2 := e.ObjectNew.(*trainer.TrainJob)
-			if ok1 && ok2 && tj.Status.TrainerStatus != nil &&
-				!equality.Semantic.DeepEqual(old.Status.TrainerStatus, tj.Status.TrainerStatus) {
-				a.note(types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name})
+			old, _ := a.kind.Latest(e.ObjectOld)
+			r, ok := a.kind.Latest(e.ObjectNew)
+			if ok && r.ReceivedAt.IsZero() && r.Hash != old.Hash {
+				a.note(types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()})
 			}
 			return true
 		},

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/progress-planner/planner/pkg/jobframework"
 )
 
 func TestArrivals(t *testing.T) {
@@ -36,7 +38,7 @@ func TestArrivals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(t0)
-			a := newArrivals(clk)
+			a := newArrivals(clk, jobframework.TrainJob{})
 			if !a.predicate().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}) {
 				t.Fatal("the predicate filtered an event; it must only observe")
 			}
@@ -60,7 +62,7 @@ func TestArrivals(t *testing.T) {
 
 	t.Run("delete forgets, create stamps", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
-		a := newArrivals(clk)
+		a := newArrivals(clk, jobframework.TrainJob{})
 		a.predicate().Create(event.CreateEvent{Object: job("10")})
 		clk.Step(5 * time.Second)
 		if got := a.take(key, clk.Now()); !got.Equal(t0) {

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+
+	"github.com/progress-planner/planner/pkg/jobframework"
 )
 
 // APIStatus says which of the APIs the planner needs are served.
@@ -21,6 +23,22 @@ type APIStatus struct {
 	Workloads bool
 	// ProgressForecasts: the planner's own CRD (required).
 	ProgressForecasts bool
+	// Jobs: batch/v1 jobs; JobSets: jobset.x-k8s.io/v1alpha2 jobsets. Only
+	// tracked when the planner has a report source (Options.Reports).
+	Jobs, JobSets bool
+}
+
+// Serves reports whether k's API is served (a kind not probed is not).
+func (s APIStatus) Serves(k jobframework.Kind) bool {
+	switch k.Resource {
+	case "trainjobs":
+		return s.TrainJobs
+	case "jobs":
+		return s.Jobs
+	case "jobsets":
+		return s.JobSets
+	}
+	return false
 }
 
 // Missing names the APIs that are not served.
@@ -75,6 +93,12 @@ func ProbeAPIs(d discovery.DiscoveryInterface) (APIStatus, error) {
 	if s.ProgressForecasts, err = served("planner.progress.io/v1alpha1", "progressforecasts", "progressforecasts/status"); err != nil {
 		return s, err
 	}
+	if s.Jobs, err = served("batch/v1", "jobs"); err != nil {
+		return s, err
+	}
+	if s.JobSets, err = served("jobset.x-k8s.io/v1alpha2", "jobsets"); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 
@@ -122,7 +146,8 @@ func (w *apiWatcher) check() {
 		w.log.Error(err, "API discovery failed; retrying", "interval", w.interval)
 		return
 	}
-	for label, ok := range map[string]bool{"trainjobs": s.TrainJobs, "workloads": s.Workloads, "progressforecasts": s.ProgressForecasts} {
+	for label, ok := range map[string]bool{"trainjobs": s.TrainJobs, "workloads": s.Workloads, "progressforecasts": s.ProgressForecasts,
+		"jobs": s.Jobs, "jobsets": s.JobSets} {
 		v := 0.0
 		if ok {
 			v = 1

@@ -102,7 +102,7 @@ var (
 	}, []string{"api", "wake"})
 	metricAPIAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "planner_api_available",
-		Help: "1 when the API the planner needs is served (trainjobs, workloads, progressforecasts), else 0.",
+		Help: "1 when the API the planner needs is served (trainjobs, workloads, progressforecasts, jobs, jobsets), else 0.",
 	}, []string{"resource"})
 )
 

@@ -2,14 +2,14 @@ package kueueext
 
 // Annotations, labels and field managers the planner reads or writes.
 const (
-	// AnnotationObjective on a TrainJob names the metric to forecast:
+	// AnnotationObjective on a job (any tracked kind) names the metric to forecast:
 	// "METRIC[,minimize|maximize][,target=X]" (progress.ParseObjective).
 	AnnotationObjective = "planner.progress.io/objective"
-	// AnnotationStopOptIn on a TrainJob ("true") opts the job in to being
+	// AnnotationStopOptIn on a job ("true") opts the job in to being
 	// stopped (Workload spec.active=false) when it has stalled, where the
 	// policy honours job opt-ins (stop.allowJobOptIn).
 	AnnotationStopOptIn = "planner.progress.io/stop-when-stalled"
-	// AnnotationMinImprovement on a TrainJob sets the job's own meaningful
+	// AnnotationMinImprovement on a job sets the job's own meaningful
 	// improvement (forecast.Settings.MinImprovement): a fraction ("0.005")
 	// or a percentage ("0.5%") of the objective's value, at most
 	// plannerconfig.MaxMinImprovement; "0" turns the rule off for the job.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/progress-planner/planner/pkg/forecast"
@@ -24,13 +23,13 @@ import (
 // time"), not a count of decisions.
 type verdictCounts struct {
 	mu    sync.Mutex
-	byJob map[types.NamespacedName]preempt.Verdict
+	byJob map[jobKey]preempt.Verdict
 	gauge *prometheus.GaugeVec
 }
 
 // set records key's verdict ("" drops the job) and republishes the counts
 // of the verdicts that changed.
-func (c *verdictCounts) set(key types.NamespacedName, v preempt.Verdict) {
+func (c *verdictCounts) set(key jobKey, v preempt.Verdict) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, had := c.byJob[key]
@@ -62,7 +61,7 @@ func (c *verdictCounts) publish(v preempt.Verdict) {
 
 // newVerdictCounts publishes into g (planner_jobs in the controller).
 func newVerdictCounts(g *prometheus.GaugeVec) *verdictCounts {
-	return &verdictCounts{byJob: map[types.NamespacedName]preempt.Verdict{}, gauge: g}
+	return &verdictCounts{byJob: map[jobKey]preempt.Verdict{}, gauge: g}
 }
 
 // yieldedGPUHours is the estimate counted when Kueue evicts a job after

@@ -30,7 +30,7 @@ func gaugeValue(t *testing.T, g *prometheus.GaugeVec, label string) float64 {
 func TestVerdictCounts(t *testing.T) {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "t"}, []string{"verdict"})
 	c := newVerdictCounts(g)
-	a, b := types.NamespacedName{Namespace: "n", Name: "a"}, types.NamespacedName{Namespace: "n", Name: "b"}
+	a, b := jobKey{NamespacedName: types.NamespacedName{Namespace: "n", Name: "a"}}, jobKey{NamespacedName: types.NamespacedName{Namespace: "n", Name: "b"}}
 	c.set(a, preempt.Progressing)
 	c.set(b, preempt.Progressing)
 	c.set(a, preempt.Progressing) // no change

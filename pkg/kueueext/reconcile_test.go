@@ -38,6 +38,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/examples"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -96,7 +97,7 @@ type fixture struct {
 	c     client.Client
 	ot    clienttesting.ObjectTracker
 	clock *clocktesting.FakeClock
-	rec   *TrainJobReconciler
+	rec   *JobReconciler
 	ev    *eventLog
 	cfg   plannerconfig.Config
 	// boostGate is what the PriorityBoost probe reports (gateOn unless a test says otherwise).
@@ -205,8 +206,14 @@ func setManagedFields(ot clienttesting.ObjectTracker, wl *kueue.Workload, entrie
 	return ot.Update(workloadsGVR, stored, wl.Namespace)
 }
 
-func (f *fixture) newReconciler() *TrainJobReconciler {
-	r := newTrainJobReconciler(f.c, f.c, f.ev, f.clock, f.cfg, forecast.DefaultSettings())
+func (f *fixture) newReconciler() *JobReconciler {
+	return f.newKindReconciler(jobframework.TrainJob{}, nil)
+}
+
+// newKindReconciler is the reconciler of kind, fed by reports (nil for a
+// kind that carries its own).
+func (f *fixture) newKindReconciler(kind jobframework.Adapter, reports jobframework.ReportSource) *JobReconciler {
+	r := newJobReconciler(kind, reports, f.c, f.c, f.ev, f.clock, f.cfg, forecast.DefaultSettings())
 	r.SetKueueAvailable(true)
 	// The fake client runs no webhook: a dry run of any annotation passes,
 	// which the real probe reads as PriorityBoost off.
@@ -545,13 +552,26 @@ func TestReconcileReplacesStaleProgressForecast(t *testing.T) {
 	stale := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
 			Name: "a", UID: "a-uid-1", Controller: ptr.To(true)}}},
-		Spec: v1alpha1.ProgressForecastSpec{TrainJobName: "a"}}
+		Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "a"}}}
 	f := newFixture(t, testConfig(), a, stale)
 	f.reconcile("a")
 	f.reconcile("a")
 	pf := f.pf("a")
 	if ref := metav1.GetControllerOf(pf); ref == nil || ref.UID != "a-uid-2" {
 		t.Errorf("owner %+v", ref)
+	}
+
+	// One an older planner wrote (no spec.jobRef) is replaced too: the
+	// planner cannot write a spec.
+	b := trainJob("b", "b-uid", nil)
+	legacy := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns, UID: "legacy-uid",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
+			Name: "b", UID: "b-uid", Controller: ptr.To(true)}}}}
+	f = newFixture(t, testConfig(), b, legacy)
+	f.reconcile("b")
+	f.reconcile("b")
+	if pf := f.pf("b"); pf.UID == "legacy-uid" || pf.Spec.JobRef.Kind != "TrainJob" || pf.Spec.JobRef.UID != "b-uid" {
+		t.Errorf("legacy ProgressForecast kept: uid %s jobRef %+v", pf.UID, pf.Spec.JobRef)
 	}
 }
 

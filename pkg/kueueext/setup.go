@@ -2,11 +2,14 @@ package kueueext
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -27,23 +30,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // NewScheme returns a scheme with the kinds the planner reads and writes:
-// the built-in kinds, Trainer v1alpha1, Kueue v1beta2 and
-// planner.progress.io/v1alpha1.
+// the built-in kinds (batch/v1 Jobs among them), Trainer v1alpha1, JobSet
+// v1alpha2, Kueue v1beta2 and planner.progress.io/v1alpha1.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
+	utilruntime.Must(jobset.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
@@ -123,25 +129,37 @@ type Options struct {
 	Settings *forecast.Settings
 	// SkipNameValidation allows several planners in one process (tests).
 	SkipNameValidation bool
+	// Reports is where the progress of kinds that carry none in their own
+	// object (batch/v1 Jobs, JobSets) comes from. Nil: only TrainJobs are
+	// tracked (jobframework.Built).
+	Reports jobframework.ReportSource
 }
 
 // Planner is the controller added to a manager by Setup.
 type Planner struct {
 	mgr     manager.Manager
 	opts    Options
-	rec     *TrainJobReconciler
+	kinds   []*kindController
 	watcher *apiWatcher
 
 	disc discovery.DiscoveryInterface
 
-	mu               sync.Mutex
+	mu sync.Mutex
+}
+
+// kindController is one job kind's reconciler and, once its API is served,
+// its controller.
+type kindController struct {
+	kind             jobframework.Kind
+	rec              *JobReconciler
 	ctrl             controller.Controller
 	workloadsWatched bool
 }
 
 // Setup adds the planner to mgr: an API watcher (on every replica) that
-// starts the TrainJob controller (leader only) once TrainJobs and
-// ProgressForecasts are served, and adds the Workload watch once Kueue is.
+// starts one controller (leader only) per built job kind
+// (jobframework.Built) once the kind and ProgressForecasts are served, and
+// adds each controller's Workload watch once Kueue is.
 func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
@@ -161,8 +179,15 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	p := &Planner{mgr: mgr, opts: opts, disc: disc}
-	p.rec = newTrainJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
-	p.rec.wl.indexer = mgr.GetFieldIndexer()
+	for _, k := range jobframework.Built(opts.Reports) {
+		rec := newJobReconciler(k.Adapter, opts.Reports, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), clk, opts.Config, settings)
+		if len(p.kinds) > 0 {
+			rec.shareWith(p.kinds[0].rec)
+		} else {
+			rec.wl.indexer = mgr.GetFieldIndexer()
+		}
+		p.kinds = append(p.kinds, &kindController{kind: k, rec: rec})
+	}
 	p.watcher = &apiWatcher{
 		probe:    func() (APIStatus, error) { return ProbeAPIs(disc) },
 		interval: opts.Config.CRDCheckInterval.Duration,
@@ -178,19 +203,27 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 // APIStatus is the latest API probe (ok false before the first).
 func (p *Planner) APIStatus() (APIStatus, bool) { return p.watcher.Status() }
 
-// Started reports whether the TrainJob controller has been created (it runs
-// once this replica leads).
+// Started reports whether a job kind's controller has been created (it
+// runs once this replica leads).
 func (p *Planner) Started() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ctrl != nil
+	for _, kc := range p.kinds {
+		if kc.ctrl != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Planner) apisChanged(s APIStatus) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.rec.SetKueueAvailable(s.Workloads)
-	if s.Workloads && p.rec.caps.generation() == kueueGenUnknown {
+	caps := p.kinds[0].rec.caps // shared by every kind
+	for _, kc := range p.kinds {
+		kc.rec.SetKueueAvailable(s.Workloads)
+	}
+	if s.Workloads && caps.generation() == kueueGenUnknown {
 		// Once, when Kueue is first seen: which API generation it serves,
 		// for the log and planner_kueue_info (kueuecaps.go). A failure is
 		// retried at the next check.
@@ -198,33 +231,52 @@ func (p *Planner) apisChanged(s APIStatus) error {
 		if gen, err := DetectKueueGeneration(p.disc); err != nil {
 			log.Error(err, "detecting Kueue's API generation")
 		} else {
-			p.rec.caps.setGeneration(gen)
+			caps.setGeneration(gen)
 			log.Info("Kueue detected", "kueueAPI", string(gen), "wake", string(gen.wakeStyle()),
 				"signal", "ClusterQueue spec.concurrentAdmissionPolicy in the OpenAPI v3 document of kueue.x-k8s.io/v1beta2")
 		}
 	}
-	if p.ctrl == nil && s.Trackable() {
+	var errs []error
+	for _, kc := range p.kinds {
+		if err := p.startKind(kc, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startKind creates kc's controller once its kind and ProgressForecasts
+// are served (a kind whose CRD is not installed waits), and adds its
+// Workload watch once Kueue is.
+func (p *Planner) startKind(kc *kindController, s APIStatus) error {
+	gvk := kc.kind.GVK()
+	if kc.ctrl == nil && s.ProgressForecasts && s.Serves(kc.kind) {
 		opts := controller.Options{MaxConcurrentReconciles: p.opts.Config.Forecast.MaxConcurrentReconciles}
 		if p.opts.SkipNameValidation {
 			opts.SkipNameValidation = ptr.To(true)
 		}
-		c, err := ctrl.NewControllerManagedBy(p.mgr).
-			Named("trainjob-progress").
-			For(&trainer.TrainJob{}, builder.WithPredicates(p.rec.arrivals.predicate())).
+		b := ctrl.NewControllerManagedBy(p.mgr).
+			Named(strings.ToLower(gvk.Kind)+"-progress").
+			For(kc.kind.NewObject(), builder.WithPredicates(kc.rec.arrivals.predicate())).
 			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(createOrDelete())).
-			WithOptions(opts).
-			Build(p.rec)
+			WithOptions(opts)
+		if kc.kind.NeedsReports {
+			// Reports that arrive outside the object wake the job's
+			// reconcile through the source's channel.
+			b = b.WatchesRawSource(source.Channel(p.opts.Reports.Events(gvk.GroupKind()), &handler.EnqueueRequestForObject{}))
+		}
+		c, err := b.Build(kc.rec)
 		if err != nil {
-			return fmt.Errorf("TrainJob controller: %w", err)
+			return fmt.Errorf("%s controller: %w", gvk.Kind, err)
 		}
-		p.ctrl = c
+		kc.ctrl = c
 	}
-	if p.ctrl != nil && s.Workloads && !p.workloadsWatched {
-		src := source.Kind(p.mgr.GetCache(), &kueue.Workload{}, handler.TypedEnqueueRequestsFromMapFunc(workloadToTrainJob))
-		if err := p.ctrl.Watch(src); err != nil {
-			return fmt.Errorf("watch Workloads: %w", err)
+	if kc.ctrl != nil && s.Workloads && !kc.workloadsWatched {
+		src := source.Kind(p.mgr.GetCache(), &kueue.Workload{}, handler.TypedEnqueueRequestsFromMapFunc(workloadToJob(gvk.GroupKind())))
+		if err := kc.ctrl.Watch(src); err != nil {
+			return fmt.Errorf("watch Workloads for %s: %w", gvk.Kind, err)
 		}
-		p.workloadsWatched = true
+		kc.workloadsWatched = true
 	}
 	return nil
 }
@@ -238,11 +290,13 @@ func createOrDelete() predicate.Predicate {
 	}
 }
 
-// workloadToTrainJob maps a Workload to the TrainJob that controls it.
-func workloadToTrainJob(_ context.Context, wl *kueue.Workload) []reconcile.Request {
-	job, ok := workloads.JobOf(wl)
-	if !ok || !job.IsKind(trainer.GroupVersion.Group, trainer.TrainJobKind) {
-		return nil
+// workloadToJob maps a Workload to the job of kind gk that controls it.
+func workloadToJob(gk schema.GroupKind) func(context.Context, *kueue.Workload) []reconcile.Request {
+	return func(_ context.Context, wl *kueue.Workload) []reconcile.Request {
+		job, ok := workloads.JobOf(wl)
+		if !ok || !job.IsKind(gk.Group, gk.Kind) {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}}}
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: job.Name}}}
 }

@@ -1,9 +1,6 @@
 package kueueext
 
 import (
-	"encoding/hex"
-	"encoding/json"
-	"hash/fnv"
 	"math"
 	"time"
 
@@ -16,34 +13,6 @@ import (
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/progress"
 )
-
-// ToForecastStatus converts a Trainer API trainerStatus into the shape
-// pkg/forecast validates (which also accepts fractional values).
-func ToForecastStatus(ts *trainer.TrainerStatus) progress.TrainerStatus {
-	var out progress.TrainerStatus
-	if ts == nil {
-		return out
-	}
-	if p := ts.ProgressPercentage; p != nil {
-		v := float64(*p)
-		out.ProgressPercentage = &v
-	}
-	if e := ts.EstimatedRemainingSeconds; e != nil {
-		v := float64(*e)
-		out.EstimatedRemainingSeconds = &v
-	}
-	if len(ts.Metrics) > 0 {
-		out.Metrics = make([]progress.MetricValue, len(ts.Metrics))
-		for i, m := range ts.Metrics {
-			out.Metrics[i] = progress.MetricValue{Name: m.Name, Value: m.Value}
-		}
-	}
-	if !ts.LastUpdatedTime.IsZero() {
-		t := ts.LastUpdatedTime.Time
-		out.LastUpdatedTime = &t
-	}
-	return out
-}
 
 // FromForecastStatus converts a history file's report into the Trainer
 // API shape, as the Trainer status server receives it: progress and ETA
@@ -63,21 +32,6 @@ func FromForecastStatus(s progress.TrainerStatus, at time.Time) trainer.TrainerS
 		out.Metrics = append(out.Metrics, trainer.Metric{Name: m.Name, Value: m.Value})
 	}
 	return out
-}
-
-// statusHash fingerprints a trainerStatus (nil: ""), so that the same
-// report is observed once even across planner restarts.
-func statusHash(ts *trainer.TrainerStatus) string {
-	if ts == nil {
-		return ""
-	}
-	b, err := json.Marshal(ts)
-	if err != nil {
-		return ""
-	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // unixSeconds is the forecast and policy time base.

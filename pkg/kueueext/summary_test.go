@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
@@ -17,21 +14,6 @@ import (
 )
 
 func TestTrainerStatusConversion(t *testing.T) {
-	ts := &trainer.TrainerStatus{
-		ProgressPercentage:        ptr.To[int32](45),
-		EstimatedRemainingSeconds: ptr.To[int32](3600),
-		Metrics:                   []trainer.Metric{{Name: "loss", Value: "0.42"}, {Name: "current_step", Value: "450"}},
-		LastUpdatedTime:           metav1.NewTime(t0),
-	}
-	fs := ToForecastStatus(ts)
-	if *fs.ProgressPercentage != 45 || *fs.EstimatedRemainingSeconds != 3600 || len(fs.Metrics) != 2 ||
-		fs.Metrics[0] != (progress.MetricValue{Name: "loss", Value: "0.42"}) || !fs.LastUpdatedTime.Equal(t0) {
-		t.Errorf("ToForecastStatus: %+v", fs)
-	}
-	if empty := ToForecastStatus(nil); empty.ProgressPercentage != nil || empty.Metrics != nil {
-		t.Errorf("nil: %+v", empty)
-	}
-
 	// History-file values are floats: the status server's API takes integers.
 	back := FromForecastStatus(progress.TrainerStatus{
 		ProgressPercentage: ptr.To(99.9), EstimatedRemainingSeconds: ptr.To(12.6),
@@ -44,21 +26,6 @@ func TestTrainerStatusConversion(t *testing.T) {
 	clamped := FromForecastStatus(progress.TrainerStatus{ProgressPercentage: ptr.To(250.0), EstimatedRemainingSeconds: ptr.To(1e12)}, t0)
 	if *clamped.ProgressPercentage != 100 || *clamped.EstimatedRemainingSeconds != math.MaxInt32 {
 		t.Errorf("clamping: %+v", clamped)
-	}
-}
-
-func TestStatusHash(t *testing.T) {
-	a := &trainer.TrainerStatus{ProgressPercentage: ptr.To[int32](1), LastUpdatedTime: metav1.NewTime(t0)}
-	b := a.DeepCopy()
-	if statusHash(a) != statusHash(b) || statusHash(a) == "" {
-		t.Error("equal statuses hash differently")
-	}
-	b.LastUpdatedTime = metav1.NewTime(t0.Add(5 * time.Second)) // a heartbeat is a new observation
-	if statusHash(a) == statusHash(b) {
-		t.Error("a new lastUpdatedTime did not change the hash")
-	}
-	if statusHash(nil) != "" {
-		t.Error("nil status hashed")
 	}
 }
 

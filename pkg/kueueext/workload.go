@@ -20,10 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-
-	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // WorkloadFacts is what the planner reads from a TrainJob's Workload.
@@ -358,23 +354,6 @@ func (w *workloadIO) ensureIndexes(ctx context.Context) error {
 	}
 	w.indexed = true
 	return nil
-}
-
-// TrainJobRef names tj for pkg/workloads.
-func TrainJobRef(tj *trainer.TrainJob) workloads.Ref {
-	return workloads.RefTo(trainer.GroupVersion.WithKind(trainer.TrainJobKind), tj)
-}
-
-// FindWorkload is the controller's Workload lookup: it lists the
-// TrainJob's Workloads by Kueue's job-uid label (workloads.Selector) and
-// lets workloads.For choose, the rule `planner explain` applies too.
-func FindWorkload(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (workloads.Match, error) {
-	ref := TrainJobRef(tj)
-	var list kueue.WorkloadList
-	if err := c.List(ctx, &list, client.InNamespace(tj.Namespace), client.MatchingLabels(workloads.Selector(ref))); err != nil {
-		return workloads.Match{}, err
-	}
-	return workloads.For(ref, list.Items), nil
 }
 
 // clusterQueueOf resolves a Workload's ClusterQueue: from its admission,

@@ -261,7 +261,7 @@ func createForecast(ctx context.Context, t *testing.T, c client.Client, ns, job 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Name: job, Namespace: ns}, Spec: v1alpha1.ProgressForecastSpec{TrainJobName: job}}
+	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Name: job, Namespace: ns}, Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: job}}}
 	if err := c.Create(ctx, pf); err != nil {
 		t.Fatal(err)
 	}

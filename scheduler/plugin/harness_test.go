@@ -32,6 +32,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/progress-planner/planner/pkg/gang"
 	"github.com/progress-planner/planner/pkg/preempt"
 )
 
@@ -62,6 +63,13 @@ func jobPod(name, job, node string, prio int32, gpus int, started time.Time) *v1
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
+	return p
+}
+
+// batchJobPod labels p as a pod of batch/v1 Job job (as the Job
+// controller does), the job's gang by pkg/gang's job rule.
+func batchJobPod(p *v1.Pod, job string) *v1.Pod {
+	p.Labels[gang.JobNameLabel] = job
 	return p
 }
 

@@ -25,7 +25,7 @@ func TestInformerTransform(t *testing.T) {
 		pf := &v1alpha1.ProgressForecast{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ProgressForecast"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       v1alpha1.ProgressForecastSpec{TrainJobName: name},
+			Spec:       v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name}},
 		}
 		if decision != nil {
 			pf.Status.Decision = &runtime.RawExtension{Raw: decision}

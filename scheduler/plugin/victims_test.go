@@ -134,6 +134,14 @@ func TestPostFilterVictims(t *testing.T) {
 		}, fc: forecasts(forecastOf("gang", preempt.Plateaued, 10*time.Minute), forecastOf("solo", preempt.Progressing, time.Minute))},
 		pre: preemptor(1000, 8), wantDeletes: []string{"gang-0", "gang-1"}, wantNode: "n1|n2",
 	}, {
+		name: "gang: a tracked batch/v1 Job's pods (pkg/gang's job rule) are evicted together",
+		c: cluster{nodes: three, pods: []*v1.Pod{
+			batchJobPod(jobPod("sweep-0", "", "n1", 100, 8, started), "sweep"),
+			batchJobPod(jobPod("sweep-1", "", "n2", 100, 8, started), "sweep"),
+			jobPod("solo-0", "solo", "n3", 100, 8, started),
+		}, fc: forecasts(forecastOf("sweep", preempt.Plateaued, 10*time.Minute), forecastOf("solo", preempt.Progressing, time.Minute))},
+		pre: preemptor(1000, 8), wantDeletes: []string{"sweep-0", "sweep-1"}, wantNode: "n1|n2",
+	}, {
 		name: "gang: all pods of a job on the node go together",
 		c: cluster{nodes: []*v1.Node{gpuNode("n1", 8)}, pods: []*v1.Pod{
 			jobPod("gang-0", "gang", "n1", 100, 4, started),

@@ -82,11 +82,11 @@ func TestKubectl(t *testing.T) {
 	after := snapshot()
 	t.Logf("kubectl get pf -n %s:\n%s", ns, out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "NAME PROGRESS ETA VERDICT BOOST METRIC PREDICTED AGE" {
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "NAME KIND PROGRESS ETA VERDICT BOOST METRIC PREDICTED AGE" {
 		t.Errorf("kubectl get pf columns %v", got)
 	}
-	if len(lines) < 2 || !strings.HasPrefix(lines[1], "job-a ") || len(strings.Fields(lines[1])) < 4 ||
-		!matches(before, after, "progress "+strings.Fields(lines[1])[1]) || !matches(before, after, "verdict "+strings.Fields(lines[1])[3]) {
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], "job-a ") || len(strings.Fields(lines[1])) < 5 || strings.Fields(lines[1])[1] != "TrainJob" ||
+		!matches(before, after, "progress "+strings.Fields(lines[1])[2]) || !matches(before, after, "verdict "+strings.Fields(lines[1])[4]) {
 		t.Errorf("kubectl get pf: want job-a with the progress and verdict of its status (%v / %v):\n%s", before, after, out)
 	}
 	wide := run("get", "pf", "-n", ns, "-o", "wide")
@@ -108,7 +108,8 @@ func TestKubectl(t *testing.T) {
 	after = snapshot()
 	t.Logf("kubectl planner get -n %s:\n%s", ns, get)
 	if gl := strings.Split(strings.TrimSpace(get), "\n"); !strings.HasPrefix(get, "NAME ") || len(gl) != 2 || !strings.HasPrefix(gl[1], "job-a ") ||
-		!matches(before, after, "progress "+strings.Fields(gl[1])[1]) || !matches(before, after, "verdict "+strings.Fields(gl[1])[3]) {
+		strings.Fields(gl[1])[1] != "TrainJob" ||
+		!matches(before, after, "progress "+strings.Fields(gl[1])[2]) || !matches(before, after, "verdict "+strings.Fields(gl[1])[4]) {
 		t.Errorf("kubectl planner get: want job-a with its status' progress and verdict (%v / %v):\n%s", before, after, get)
 	}
 	if help := run("planner", "--help"); !strings.Contains(help, "kubectl planner") {

@@ -54,11 +54,20 @@ import (
 func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, cfg plannerconfig.Config,
 	startTimeout time.Duration, mopts ...kueueext.ManagerOption) (client.Client, func()) {
 	t.Helper()
+	return runPlannerWith(ctx, t, rc, adminCfg, kueueext.Options{Config: cfg, SkipNameValidation: true}, startTimeout, mopts...)
+}
+
+// runPlannerWith is runPlanner with the planner's Setup options (a report
+// source, for instance).
+func runPlannerWith(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, opts kueueext.Options,
+	startTimeout time.Duration, mopts ...kueueext.ManagerOption) (client.Client, func()) {
+	t.Helper()
+	cfg := opts.Config
 	mgr, err := kueueext.NewManager(rc, cfg, mopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg, SkipNameValidation: true})
+	p, err := kueueext.Setup(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

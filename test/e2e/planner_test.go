@@ -132,8 +132,8 @@ func prefix(reports []progress.FileReport, frac float64) []progress.FileReport {
 	return reports[:int(float64(len(reports))*frac)]
 }
 
-// waitPF polls the TrainJob's ProgressForecast until cond holds.
-func waitPF(ctx context.Context, t *testing.T, c client.Client, tj *kftrainer.TrainJob, timeout time.Duration, what string,
+// waitPF polls the job's ProgressForecast until cond holds.
+func waitPF(ctx context.Context, t *testing.T, c client.Client, tj client.Object, timeout time.Duration, what string,
 	cond func(*v1alpha1.ProgressForecast) bool) *v1alpha1.ProgressForecast {
 	t.Helper()
 	pf := &v1alpha1.ProgressForecast{}

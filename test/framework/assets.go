@@ -166,37 +166,38 @@ func findManifests() (*manifests, error) {
 }
 
 // servedWebhookGroups are the path fragments of the webhooks this process
-// serves: Kueue's own API and the enabled TrainJob and JobSet integrations.
-// Kueue's manifest also lists webhooks for Pods, batch Jobs, Deployments and
-// other integrations that are not linked in here; registering those would make
-// the apiserver reject every such object (failurePolicy: Fail, no handler).
-var servedWebhookGroups = []string{
-	"-kueue-x-k8s-io-",
-	"-trainer-kubeflow-org-",
-	"-jobset-x-k8s-io-",
+// serves: Kueue's own API and the TrainJob and JobSet integrations (always
+// enabled), and batch Jobs' when BatchJobFramework is. Kueue's manifest also
+// lists webhooks for Pods, Deployments and other integrations that are not
+// linked in here; registering those would make the apiserver reject every
+// such object (failurePolicy: Fail, no handler).
+func servedWebhookGroups(frameworks []string) []string {
+	groups := []string{"-kueue-x-k8s-io-", "-trainer-kubeflow-org-", "-jobset-x-k8s-io-"}
+	if slices.Contains(frameworks, BatchJobFramework) {
+		groups = append(groups, "-batch-v1-job")
+	}
+	return groups
 }
 
-func served(path *string) bool {
-	if path == nil {
+// servedHere reports whether a webhook's service path is one of groups,
+// the in-process Kueue webhooks (served).
+func servedHere(cc admissionv1.WebhookClientConfig, groups []string) bool {
+	if cc.Service == nil || cc.Service.Path == nil {
 		return false
 	}
-	for _, g := range servedWebhookGroups {
-		if strings.Contains(*path, g) {
+	for _, g := range groups {
+		if strings.Contains(*cc.Service.Path, g) {
 			return true
 		}
 	}
 	return false
 }
 
-// servedHere reports whether a webhook's service path is one of the
-// in-process Kueue webhooks (served).
-func servedHere(cc admissionv1.WebhookClientConfig) bool {
-	return cc.Service != nil && served(cc.Service.Path)
-}
-
 // loadWebhooks reads Kueue's webhook manifests and keeps the webhooks served
-// in-process. envtest rewrites their clientConfig to its local webhook server.
-func loadWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
+// in-process (of the enabled frameworks). envtest rewrites their clientConfig
+// to its local webhook server.
+func loadWebhooks(file string, frameworks []string) ([]*admissionv1.MutatingWebhookConfiguration, []*admissionv1.ValidatingWebhookConfiguration, error) {
+	groups := servedWebhookGroups(frameworks)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, err
@@ -224,14 +225,14 @@ func loadWebhooks(file string) ([]*admissionv1.MutatingWebhookConfiguration, []*
 			if err := yaml.UnmarshalStrict(doc, c); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
-			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.MutatingWebhook) bool { return !servedHere(w.ClientConfig) })
+			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.MutatingWebhook) bool { return !servedHere(w.ClientConfig, groups) })
 			muts = append(muts, c)
 		case "ValidatingWebhookConfiguration":
 			c := &admissionv1.ValidatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict(doc, c); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
-			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.ValidatingWebhook) bool { return !servedHere(w.ClientConfig) })
+			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionv1.ValidatingWebhook) bool { return !servedHere(w.ClientConfig, groups) })
 			vals = append(vals, c)
 		}
 	}

@@ -36,6 +36,9 @@ import (
 const (
 	TrainJobFramework = "trainer.kubeflow.org/trainjob"
 	JobSetFramework   = "jobset.x-k8s.io/jobset"
+	// BatchJobFramework: batch/v1 Jobs. Not on by default: with it every
+	// Job the tests create goes through Kueue's webhook.
+	BatchJobFramework = "batch/job"
 )
 
 // Options tune a control plane. The zero value is what the e2e suites use.
@@ -45,8 +48,8 @@ type Options struct {
 	// ExtraCRDPaths are installed with the others (files or directories),
 	// e.g. the planner's own CRDs under config/crd.
 	ExtraCRDPaths []string
-	// Frameworks are the Kueue integrations to enable; default TrainJob and JobSet.
-	// Only those two are linked in.
+	// Frameworks are the Kueue integrations to enable; default TrainJob and
+	// JobSet. Only those two and BatchJobFramework are linked in.
 	Frameworks []string
 	// FeatureGates are Kueue feature gates set for this process on top of
 	// PriorityBoost=true.
@@ -154,7 +157,7 @@ func New(ctx context.Context, o Options) (env *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	muts, vals, err := loadWebhooks(m.webhookFile)
+	muts, vals, err := loadWebhooks(m.webhookFile, o.Frameworks)
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/features"
 
-	// The two job integrations the control plane enables. Each registers
-	// itself with jobframework in init; no other integration is linked in.
+	// The job integrations a control plane may enable (Options.Frameworks).
+	// Each registers itself with jobframework in init; no other
+	// integration is linked in.
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/trainjob"
 )

@@ -20,6 +20,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -30,10 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -83,11 +83,19 @@ const (
 	retryAfter = 200 * time.Millisecond
 )
 
-// TrainJobReconciler is the level-based, idempotent reconciler of one
-// TrainJob: it folds a new trainerStatus into the job's history, forecasts
-// and decides when the rate limit allows, applies the decision to the
-// Workload, and writes the ProgressForecast status.
-type TrainJobReconciler struct {
+// errNameTaken: the job's ProgressForecast name is another kind's.
+var errNameTaken = errors.New("name taken")
+
+// JobReconciler is the level-based, idempotent reconciler of one kind of
+// job (kind: a TrainJob, a batch/v1 Job, a JobSet; pkg/jobframework): it
+// folds the job's new progress report into its history, forecasts and
+// decides when the rate limit allows, applies the decision to the
+// Workload, and writes the ProgressForecast status. Each kind has its own
+// reconciler; they share the table of tracked jobs and Kueue's
+// capabilities.
+type JobReconciler struct {
+	kind      jobframework.Adapter
+	reports   jobframework.ReportSource // nil: the kind carries its own reports
 	client    client.Client
 	apiReader client.Reader
 	recorder  events.EventRecorder
@@ -100,10 +108,26 @@ type TrainJobReconciler struct {
 	caps       *kueueCaps
 	arrivals   *arrivals
 	kueueClock kueueClock
-	verdicts   *verdictCounts // planner_jobs{verdict}
+	table      *jobTable
+}
 
-	mu   sync.Mutex
-	jobs map[types.NamespacedName]*jobState
+// jobKey names a tracked job across kinds.
+type jobKey struct {
+	Kind schema.GroupKind
+	types.NamespacedName
+}
+
+// jobTable is the in-memory state of every tracked job, shared by the
+// kinds' reconcilers so that planner_tracked_jobs and planner_jobs count
+// them all.
+type jobTable struct {
+	mu       sync.Mutex
+	jobs     map[jobKey]*jobState
+	verdicts *verdictCounts // planner_jobs{verdict}
+}
+
+func newJobTable() *jobTable {
+	return &jobTable{jobs: map[jobKey]*jobState{}, verdicts: newVerdictCounts(metricJobsByVerdict)}
 }
 
 // jobState is the in-memory state of one job. The history is persisted in
@@ -145,22 +169,36 @@ type jobState struct {
 	eta     etaCheckpoints
 }
 
-func newTrainJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *TrainJobReconciler {
-	return &TrainJobReconciler{
+// newJobReconciler returns kind's reconciler; reports is the source kind's
+// adapter reads (nil when the kind carries its own), forgotten jobs are
+// dropped from it.
+func newJobReconciler(kind jobframework.Adapter, reports jobframework.ReportSource, c client.Client, apiReader client.Reader,
+	rec events.EventRecorder, clk clock.PassiveClock, cfg plannerconfig.Config, s forecast.Settings) *JobReconciler {
+	return &JobReconciler{
+		kind: kind, reports: reports,
 		client: c, apiReader: apiReader, recorder: rec, clock: clk, cfg: cfg, settings: s,
 		wl:       &workloadIO{c: c, gpu: cfg.GPUResourceName(), maxNudges: cfg.Workloads.MaxNudges},
 		caps:     newKueueCaps(c),
-		jobs:     map[types.NamespacedName]*jobState{},
-		arrivals: newArrivals(clk),
-		verdicts: newVerdictCounts(metricJobsByVerdict),
+		table:    newJobTable(),
+		arrivals: newArrivals(clk, kind),
 	}
 }
 
+// shareWith makes r use other's table of tracked jobs, Kueue capabilities
+// and Workload I/O (one planner, several kinds: the Workload cache indexes
+// are registered once).
+func (r *JobReconciler) shareWith(other *JobReconciler) {
+	r.table, r.caps, r.wl = other.table, other.caps, other.wl
+}
+
+// kindName is the kind for messages ("TrainJob", "Job", "JobSet").
+func (r *JobReconciler) kindName() string { return r.kind.GVK().Kind }
+
 // SetKueueAvailable tells the reconciler whether Kueue's API is served.
-func (r *TrainJobReconciler) SetKueueAvailable(ok bool) { r.kueueReady.Store(ok) }
+func (r *JobReconciler) SetKueueAvailable(ok bool) { r.kueueReady.Store(ok) }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *TrainJobReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (r *JobReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	start := time.Now()
 	res, err := r.reconcile(ctx, req)
 	result := "ok"
@@ -171,27 +209,39 @@ func (r *TrainJobReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	return res, err
 }
 
-func (r *TrainJobReconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	delete(r.jobs, key)
-	metricTrackedJobs.Set(float64(len(r.jobs)))
-	r.mu.Unlock()
-	r.verdicts.set(key, "")
+func (r *JobReconciler) key(nn types.NamespacedName) jobKey {
+	return jobKey{Kind: r.kind.GVK().GroupKind(), NamespacedName: nn}
 }
 
-func (r *TrainJobReconciler) state(key types.NamespacedName, uid types.UID) *jobState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, ok := r.jobs[key]
+// forget drops a job that is gone or no longer tracked from the table, and
+// a gone job's report from the report source.
+func (r *JobReconciler) forget(nn types.NamespacedName, gone bool) {
+	t := r.table
+	t.mu.Lock()
+	delete(t.jobs, r.key(nn))
+	metricTrackedJobs.Set(float64(len(t.jobs)))
+	t.mu.Unlock()
+	t.verdicts.set(r.key(nn), "")
+	if gone && r.reports != nil {
+		apiVersion, kind := r.kind.GVK().ToAPIVersionAndKind()
+		r.reports.Forget(workloads.Ref{APIVersion: apiVersion, Kind: kind, Namespace: nn.Namespace, Name: nn.Name})
+	}
+}
+
+func (r *JobReconciler) state(nn types.NamespacedName, uid types.UID) *jobState {
+	t := r.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.jobs[r.key(nn)]
 	if !ok || st.uid != uid {
 		st = &jobState{uid: uid}
-		r.jobs[key] = st
-		metricTrackedJobs.Set(float64(len(r.jobs)))
+		t.jobs[r.key(nn)] = st
+		metricTrackedJobs.Set(float64(len(t.jobs)))
 	}
 	return st
 }
 
-func (r *TrainJobReconciler) event(regarding, related runtime.Object, typ, reason, action, note string) {
+func (r *JobReconciler) event(regarding, related runtime.Object, typ, reason, action, note string) {
 	if r.recorder == nil || isNilObject(regarding) {
 		return
 	}
@@ -210,25 +260,34 @@ func isNilObject(o runtime.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (r *JobReconciler) reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	var tj trainer.TrainJob
-	if err := r.client.Get(ctx, req.NamespacedName, &tj); err != nil {
+	job := r.kind.NewObject()
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.forget(req.NamespacedName, true)
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("get %s %s: %w", r.kindName(), req.NamespacedName, err)
 	}
-	if tj.DeletionTimestamp != nil {
-		r.forget(req.NamespacedName)
+	if job.GetDeletionTimestamp() != nil {
+		r.forget(req.NamespacedName, true)
 		return ctrl.Result{}, nil
 	}
-	st := r.state(req.NamespacedName, tj.UID)
+	if !r.kind.Tracks(job) {
+		r.forget(req.NamespacedName, false)
+		return ctrl.Result{}, nil
+	}
+	st := r.state(req.NamespacedName, job.GetUID())
 	st.mu.Lock()
 	defer st.mu.Unlock()
 
-	requeue, err := r.load(ctx, &tj, st)
+	requeue, err := r.load(ctx, job, st)
+	if errors.Is(err, errNameTaken) {
+		logger.Info("not tracked: its ProgressForecast's name is taken by another kind of job", "kind", r.kindName(), "error", err.Error())
+		r.forget(req.NamespacedName, false)
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -238,23 +297,28 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	now := r.clock.Now()
 	nowSec := unixSeconds(now)
 
-	// 1. Observe a new trainerStatus (delivered by the watch at arrived).
+	// 1. Observe a new report (delivered by the watch or the report
+	// source at arrived).
+	rep, hasReport := r.kind.Latest(job)
 	arrived := r.arrivals.take(req.NamespacedName, now)
-	fresh := r.observe(&tj, st, now, arrived)
+	if !rep.ReceivedAt.IsZero() && rep.ReceivedAt.Before(arrived) {
+		arrived = rep.ReceivedAt
+	}
+	fresh := hasReport && r.observe(rep, st, now, arrived)
 
-	// 2. Objective and stop opt-in from the TrainJob's annotations.
-	choice, stopOptIn := r.readAnnotations(&tj, st)
+	// 2. Objective and stop opt-in from the job's annotations.
+	choice, stopOptIn := r.readAnnotations(job, st)
 
 	// 3. The Workload and the facts the policy needs.
-	wl, facts, wf, backoff, err := r.workloadFacts(ctx, &tj, st, stopOptIn, now)
+	wl, facts, wf, backoff, err := r.workloadFacts(ctx, job, st, stopOptIn, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	jobDone := trainJobFinished(&tj) || (wf != nil && wf.Finished)
+	jobDone := r.kind.Finished(job) || (wf != nil && wf.Finished)
 	if end, ok := succeededAt(wl); ok {
 		st.eta.settle(unixSeconds(end))
 	}
-	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !ptr.Deref(tj.Spec.Suspend, false)))
+	running := !jobDone && ((wf != nil && wf.Running()) || (wf == nil && !r.kind.Suspended(job)))
 
 	// The stored decision may have been edited by anyone who can write the
 	// status: it counts only as far as the current policy allows.
@@ -264,35 +328,19 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	}
 
 	// 4. Forecast and decide when the rate limit allows.
-	deadline := st.decision.NextChange(facts, r.cfg.Policy)
-	in := scheduleInput{
-		Now: now, LastForecast: st.lastForecast, Urgent: strings.Join(st.urgent, "; "),
-		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap,
-		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
-	}
-	if !math.IsNaN(deadline) && running {
-		in.Deadline = v1alpha1.TimeFromUnix(deadline)
-	}
-	if !running && !st.newData {
-		// A suspended, pending or finished job makes no progress by
-		// design: only forecast it again for new reports or urgent news.
-		in.Idle = time.Duration(math.MaxInt64)
-		if jobDone {
-			in.Urgent = ""
-		}
-	}
+	in := r.scheduleInput(st, facts, now, fresh, running, jobDone)
 	sch := nextForecast(in)
 	forecasted := false
 	if sch.Run {
-		r.forecastAndDecide(&tj, wl, st, choice, facts, now, nowSec, sch.Why)
+		r.forecastAndDecide(job, wl, st, choice, facts, now, nowSec, sch.Why)
 		forecasted = true
 	}
 	if !st.decision.IsZero() {
-		r.verdicts.set(req.NamespacedName, st.decision.Verdict)
+		r.table.verdicts.set(r.key(req.NamespacedName), st.decision.Verdict)
 	}
 
 	// 5. Apply the decision (every reconcile: level-based).
-	actErr := r.actuate(ctx, &tj, wl, wf, st, facts, now, jobDone)
+	actErr := r.actuate(ctx, job, wl, wf, st, facts, now, jobDone)
 
 	// 6. Persist.
 	if err := r.writeStatus(ctx, st, forecasted); err != nil {
@@ -325,26 +373,48 @@ func (r *TrainJobReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	return ctrl.Result{RequeueAfter: max(after, 100*time.Millisecond)}, nil
 }
 
+// scheduleInput is what decides the next forecast (schedule.go).
+func (r *JobReconciler) scheduleInput(st *jobState, facts preempt.Facts, now time.Time, fresh, running, jobDone bool) scheduleInput {
+	deadline := st.decision.NextChange(facts, r.cfg.Policy)
+	in := scheduleInput{
+		Now: now, LastForecast: st.lastForecast, Urgent: strings.Join(st.urgent, "; "),
+		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap,
+		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
+	}
+	if !math.IsNaN(deadline) && running {
+		in.Deadline = v1alpha1.TimeFromUnix(deadline)
+	}
+	if !running && !st.newData {
+		// A suspended, pending or finished job makes no progress by
+		// design: only forecast it again for new reports or urgent news.
+		in.Idle = time.Duration(math.MaxInt64)
+		if jobDone {
+			in.Urgent = ""
+		}
+	}
+	return in
+}
+
 // readAnnotations resolves the objective and the stop opt-in from the
-// TrainJob's annotations, reporting an invalid one once per change.
-func (r *TrainJobReconciler) readAnnotations(tj *trainer.TrainJob, st *jobState) (ObjectiveChoice, bool) {
-	choice := ResolveObjective(tj.Annotations, st.hist)
-	r.objectiveCondition(tj, st, choice)
-	stopOptIn, optErr := ParseStopOptIn(tj.Annotations)
+// job's annotations, reporting an invalid one once per change.
+func (r *JobReconciler) readAnnotations(job client.Object, st *jobState) (ObjectiveChoice, bool) {
+	choice := ResolveObjective(job.GetAnnotations(), st.hist)
+	r.objectiveCondition(job, st, choice)
+	stopOptIn, optErr := ParseStopOptIn(job.GetAnnotations())
 	if msg := errString(optErr); msg != st.stopOptInErr {
 		st.stopOptInErr = msg
 		if optErr != nil {
-			r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
+			r.event(job, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", optErr.Error())
 		}
 	}
-	r.minImprovement(tj, st)
+	r.minImprovement(job, st)
 	return choice, stopOptIn
 }
 
 // load makes sure the ProgressForecast exists and the in-memory state
 // matches it. requeue is true when it had to be (re)created.
-func (r *TrainJobReconciler) load(ctx context.Context, tj *trainer.TrainJob, st *jobState) (requeue bool, err error) {
-	key := types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}
+func (r *JobReconciler) load(ctx context.Context, job client.Object, st *jobState) (requeue bool, err error) {
+	key := types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}
 	var pf v1alpha1.ProgressForecast
 	if err := r.client.Get(ctx, key, &pf); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -354,18 +424,24 @@ func (r *TrainJobReconciler) load(ctx context.Context, tj *trainer.TrainJob, st 
 			// Our cache has not seen our own create yet.
 			pf = *st.obj.DeepCopy()
 		} else {
-			created, err := r.createPF(ctx, tj)
+			created, err := r.createPF(ctx, job)
 			if err != nil {
 				return false, err
 			}
 			pf = *created
 		}
 	}
-	if ref := metav1.GetControllerOf(&pf); ref == nil || ref.UID != tj.UID {
-		// Left over from an earlier TrainJob of the same name (no garbage
-		// collector ran), or not ours: replace it.
+	if owner, ok := workloads.ControllerOf(&pf); ok && owner.UID != job.GetUID() && !owner.IsKind(r.kind.GVK().Group, r.kind.GVK().Kind) {
+		// Another kind's job of the same name has it: a ProgressForecast
+		// is named like its job, so this one cannot have one.
+		return false, fmt.Errorf("%w: ProgressForecast %s/%s belongs to %s", errNameTaken, pf.Namespace, pf.Name, owner)
+	}
+	if ref := metav1.GetControllerOf(&pf); ref == nil || ref.UID != job.GetUID() || pf.Spec.JobRef.Kind == "" {
+		// Left over from an earlier job of the same name and kind (no
+		// garbage collector ran), not ours, or written before spec.jobRef
+		// (the planner cannot write a spec): replace it.
 		if err := r.client.Delete(ctx, &pf, client.Preconditions{UID: &pf.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
+			return false, fmt.Errorf("replace ProgressForecast %s/%s: %w", pf.Namespace, pf.Name, err)
 		}
 		st.obj = nil
 		return true, nil
@@ -377,30 +453,31 @@ func (r *TrainJobReconciler) load(ctx context.Context, tj *trainer.TrainJob, st 
 		}
 		return false, nil
 	}
-	r.restore(tj, st, &pf)
+	r.restore(job, st, &pf)
 	return false, nil
 }
 
-func (r *TrainJobReconciler) createPF(ctx context.Context, tj *trainer.TrainJob) (*v1alpha1.ProgressForecast, error) {
+func (r *JobReconciler) createPF(ctx context.Context, job client.Object) (*v1alpha1.ProgressForecast, error) {
+	apiVersion, kind := r.kind.GVK().ToAPIVersionAndKind()
 	pf := &v1alpha1.ProgressForecast{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      tj.Name,
-			Namespace: tj.Namespace,
+			Name:      job.GetName(),
+			Namespace: job.GetNamespace(),
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: trainer.GroupVersion.String(),
-				Kind:       trainer.TrainJobKind,
-				Name:       tj.Name,
-				UID:        tj.UID,
+				APIVersion: apiVersion,
+				Kind:       kind,
+				Name:       job.GetName(),
+				UID:        job.GetUID(),
 				Controller: ptr.To(true),
 			}},
 		},
-		Spec: v1alpha1.ProgressForecastSpec{TrainJobName: tj.Name},
+		Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: apiVersion, Kind: kind, Name: job.GetName(), UID: job.GetUID()}},
 	}
 	if err := r.client.Create(ctx, pf); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			var existing v1alpha1.ProgressForecast
 			if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pf), &existing); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("get existing ProgressForecast: %w", err)
 			}
 			return &existing, nil
 		}
@@ -411,7 +488,7 @@ func (r *TrainJobReconciler) createPF(ctx context.Context, tj *trainer.TrainJob)
 
 // restore loads the state from a ProgressForecast (after a restart, a
 // leader change, or the first time).
-func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1alpha1.ProgressForecast) {
+func (r *JobReconciler) restore(job client.Object, st *jobState, pf *v1alpha1.ProgressForecast) {
 	st.obj = pf.DeepCopy()
 	st.work = *pf.Status.DeepCopy()
 	st.work.History, st.work.Decision = nil, nil
@@ -424,7 +501,7 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 		}
 	}
 	limits := progress.DefaultLimits()
-	limits.KeepMetrics = KeepMetrics(tj.Annotations)
+	limits.KeepMetrics = KeepMetrics(job.GetAnnotations())
 	st.hist = progress.NewHistory(limits)
 	st.decision = preempt.Decision{}
 	st.lastForecast = time.Time{}
@@ -436,7 +513,7 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 				Type: v1alpha1.ConditionHistoryValid, Status: metav1.ConditionFalse, Reason: condReasonDecodeFailed,
 				Message: truncateString("stored history could not be decoded, starting a new one: "+err.Error(), 1000),
 			})
-			r.event(tj, nil, corev1.EventTypeWarning, ReasonHistoryReset, "Restore", "stored history could not be decoded, starting a new one: "+err.Error())
+			r.event(job, nil, corev1.EventTypeWarning, ReasonHistoryReset, "Restore", "stored history could not be decoded, starting a new one: "+err.Error())
 			st.work.ObservedStatusHash = ""
 		} else {
 			st.hist = h
@@ -460,11 +537,10 @@ func (r *TrainJobReconciler) restore(tj *trainer.TrainJob, st *jobState, pf *v1a
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
 }
 
-// observe folds a new trainerStatus into the history; it reports whether
-// a new report was accepted. arrived is when the watch delivered it.
-func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now, arrived time.Time) bool {
-	ts := tj.Status.TrainerStatus
-	h := statusHash(ts)
+// observe folds a new report into the history; it reports whether it was
+// accepted. arrived is when the watch or the report source delivered it.
+func (r *JobReconciler) observe(rep jobframework.Report, st *jobState, now, arrived time.Time) bool {
+	h := rep.Hash
 	if h == "" || h == st.work.ObservedStatusHash {
 		return false
 	}
@@ -476,13 +552,13 @@ func (r *TrainJobReconciler) observe(tj *trainer.TrainJob, st *jobState, now, ar
 	if lr := st.hist.LastReport(); !math.IsNaN(lr) && t < lr {
 		t = lr // never out of order against our own history (clock steps back)
 	}
-	accepted, rejs := st.hist.Observe(t, ToForecastStatus(ts))
+	accepted, rejs := st.hist.Observe(t, rep.Status)
 	st.work.ObservedStatusHash = h
 	st.work.Observations++
 	nowMeta := metav1.NewTime(now.UTC().Truncate(time.Second))
 	st.work.LastObservedTime = &nowMeta
-	if !ts.LastUpdatedTime.IsZero() {
-		lt := ts.LastUpdatedTime
+	if lu := rep.Status.LastUpdatedTime; lu != nil && !lu.IsZero() {
+		lt := metav1.NewTime(*lu)
 		st.work.LastReportTime = &lt
 	}
 	if accepted {
@@ -569,7 +645,7 @@ func errString(err error) string {
 
 // objectiveCondition records the objective choice: a changed objective is
 // urgent, an invalid annotation is a condition and one Warning Event.
-func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobState, c ObjectiveChoice) {
+func (r *JobReconciler) objectiveCondition(job client.Object, st *jobState, c ObjectiveChoice) {
 	obj := ""
 	if c.Known {
 		obj = c.Objective.String()
@@ -596,7 +672,7 @@ func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobSta
 	cond.Message = truncateString(cond.Message, 1000)
 	old := apimeta.FindStatusCondition(st.work.Conditions, v1alpha1.ConditionObjectiveValid)
 	if c.Err != nil && (old == nil || old.Status != metav1.ConditionFalse || old.Message != cond.Message) {
-		r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidObjective, "Validate", cond.Message)
+		r.event(job, nil, corev1.EventTypeWarning, ReasonInvalidObjective, "Validate", cond.Message)
 	}
 	apimeta.SetStatusCondition(&st.work.Conditions, cond)
 }
@@ -604,9 +680,9 @@ func (r *TrainJobReconciler) objectiveCondition(tj *trainer.TrainJob, st *jobSta
 // workloadFacts finds the Workload and turns it into preempt.Facts. wf is
 // nil when there is no usable Workload. backoff > 0 asks for a quick retry
 // (duplicate Workloads).
-func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.TrainJob, st *jobState, stopOptIn bool, now time.Time) (
+func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st *jobState, stopOptIn bool, now time.Time) (
 	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
-	facts = preempt.Facts{Namespace: tj.Namespace, StopOptIn: stopOptIn}
+	facts = preempt.Facts{Namespace: job.GetNamespace(), StopOptIn: stopOptIn}
 	if t := st.work.LastPlannerEvictionTime; t != nil {
 		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(notAfter(t.Time, now)))
 	}
@@ -620,19 +696,19 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 		key = "no-kueue"
 	default:
 		var m workloads.Match
-		if m, err = FindWorkload(ctx, r.wl.c, tj); err != nil {
+		if m, err = jobframework.FindWorkload(ctx, r.wl.c, jobframework.RefOf(r.kind, job)); err != nil {
 			return nil, facts, nil, 0, fmt.Errorf("find Workload: %w", err)
 		}
 		wl = m.Workload
 		switch {
 		case m.Ambiguous:
 			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonDuplicates
-			cond.Message = fmt.Sprintf("%d unfinished Workloads are controlled by this TrainJob; waiting for Kueue to settle", len(m.Unfinished))
+			cond.Message = fmt.Sprintf("%d unfinished Workloads are controlled by this %s; waiting for Kueue to settle", len(m.Unfinished), r.kindName())
 			backoff = duplicateWorkloadBackoff
 			key = "duplicates"
 		case wl == nil:
 			cond.Status, cond.Reason = metav1.ConditionFalse, condReasonNoWorkload
-			cond.Message = "no Workload labeled " + workloads.LabelJobUID + "=" + string(tj.UID) + " is controlled by this TrainJob (not queued by Kueue?)"
+			cond.Message = "no Workload labeled " + workloads.LabelJobUID + "=" + string(job.GetUID()) + " is controlled by this " + r.kindName() + " (not queued by Kueue?)"
 			st.work.Workload, st.work.ClusterQueue = "", ""
 			key = "no-workload"
 		default:
@@ -696,9 +772,9 @@ func (r *TrainJobReconciler) workloadFacts(ctx context.Context, tj *trainer.Trai
 // minImprovement reads the job's planner.progress.io/min-improvement
 // annotation into st; an invalid value is a Warning Event (once per
 // distinct value) and the config's value applies.
-func (r *TrainJobReconciler) minImprovement(tj *trainer.TrainJob, st *jobState) {
+func (r *JobReconciler) minImprovement(job client.Object, st *jobState) {
 	st.minImprovement = nil
-	v, ok := tj.Annotations[AnnotationMinImprovement]
+	v, ok := job.GetAnnotations()[AnnotationMinImprovement]
 	if !ok {
 		st.minImprovementErr = ""
 		return
@@ -710,14 +786,9 @@ func (r *TrainJobReconciler) minImprovement(tj *trainer.TrainJob, st *jobState) 
 	if msg := errString(err); msg != st.minImprovementErr {
 		st.minImprovementErr = msg
 		if err != nil {
-			r.event(tj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", err.Error())
+			r.event(job, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Validate", err.Error())
 		}
 	}
-}
-
-func trainJobFinished(tj *trainer.TrainJob) bool {
-	return apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) ||
-		apimeta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
 }
 
 // actingVerdicts are the verdicts whose start (and end) is an Event.
@@ -725,7 +796,7 @@ func actingVerdict(v preempt.Verdict) bool {
 	return v.Stalled() || v == preempt.NearDone || v == preempt.Untrusted
 }
 
-func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.Workload, st *jobState, choice ObjectiveChoice,
+func (r *JobReconciler) forecastAndDecide(job client.Object, wl *kueue.Workload, st *jobState, choice ObjectiveChoice,
 	facts preempt.Facts, now time.Time, nowSec float64, why string) {
 	obj := choice.Objective
 	t0 := time.Now()
@@ -758,7 +829,7 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 	if distrustStarted {
 		note := fmt.Sprintf("implausible progress, no protection until %s: %s; verdict %s: %s",
 			v1alpha1.TimeFromUnix(d.Distrust.Until).UTC().Format(time.RFC3339), d.Distrust.Findings, d.Verdict, d.Reason)
-		r.event(tj, wl, corev1.EventTypeWarning, ReasonImplausibleProgress, "Forecast", note)
+		r.event(job, wl, corev1.EventTypeWarning, ReasonImplausibleProgress, "Forecast", note)
 	}
 	if prev.Verdict != d.Verdict && !(d.Verdict == preempt.Untrusted && distrustStarted) &&
 		(actingVerdict(d.Verdict) || (actingVerdict(prev.Verdict) && d.Verdict == preempt.Progressing)) {
@@ -766,12 +837,12 @@ func (r *TrainJobReconciler) forecastAndDecide(tj *trainer.TrainJob, wl *kueue.W
 		if d.Verdict == preempt.Diverging || d.Verdict == preempt.Hung || d.Verdict == preempt.Untrusted {
 			typ = corev1.EventTypeWarning
 		}
-		r.event(tj, wl, typ, string(d.Verdict), "Forecast", d.Reason)
+		r.event(job, wl, typ, string(d.Verdict), "Forecast", d.Reason)
 	}
 	if n := totalRejections(st.hist.Rejections()); n > st.rejectionsEvented {
 		note := fmt.Sprintf("%d report values refused since the last forecast (%s); latest: %s",
 			n-st.rejectionsEvented, formatCounts(st.hist.Rejections()), st.work.LastRejection)
-		r.event(tj, nil, corev1.EventTypeWarning, ReasonReportsRejected, "Observe", note)
+		r.event(job, nil, corev1.EventTypeWarning, ReasonReportsRejected, "Observe", note)
 		st.rejectionsEvented = n
 	}
 }
@@ -807,16 +878,16 @@ func formatCounts(m map[progress.RejectReason]int) string {
 // waiting Workloads after lowering an admitted one, and the stop action.
 // In advise mode the decided boost is 0, so the planner only resets a boost
 // it wrote earlier (to "0").
-func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+func (r *JobReconciler) actuate(ctx context.Context, job client.Object, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) error {
-	enforce, canWrite := r.enforcement(ctx, tj, wl, wf, st, facts, now, jobDone)
+	enforce, canWrite := r.enforcement(ctx, job, wl, wf, st, facts, now, jobDone)
 	if !canWrite || st.decision.IsZero() {
 		return nil
 	}
-	if stop, err := r.applyBoost(ctx, tj, wl, wf, st, now); stop || err != nil {
+	if stop, err := r.applyBoost(ctx, job, wl, wf, st, now); stop || err != nil {
 		return err
 	}
-	return r.applyStop(ctx, tj, wl, wf, st, facts, now, enforce)
+	return r.applyStop(ctx, job, wl, wf, st, facts, now, enforce)
 }
 
 // enforcement decides whether the planner may write the Workload, and
@@ -824,10 +895,10 @@ func (r *TrainJobReconciler) actuate(ctx context.Context, tj *trainer.TrainJob, 
 // the Events and metric of a change into advise-only. enforce is the
 // policy's mode; canWrite whether the boost may be written (in advise
 // mode only to reset the planner's own).
-func (r *TrainJobReconciler) enforcement(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+func (r *JobReconciler) enforcement(ctx context.Context, job client.Object, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, jobDone bool) (enforce, canWrite bool) {
 	d := st.decision
-	mode := string(r.cfg.Policy.Effective(tj.Namespace, facts.ClusterQueue).Mode)
+	mode := string(r.cfg.Policy.Effective(job.GetNamespace(), facts.ClusterQueue).Mode)
 	enforce = preempt.Mode(mode) == preempt.ModeEnforce
 	owned := wf != nil && PlannerOwnsBoost(wl.ManagedFields)
 	st.work.Boost = 0
@@ -845,7 +916,7 @@ func (r *TrainJobReconciler) enforcement(ctx context.Context, tj *trainer.TrainJ
 		adviseOnly, cause = "Kueue is not installed (kueue.x-k8s.io/v1beta2 Workloads are not served)", "no-kueue"
 		cond.Reason = condReasonNoKueue
 	case wl == nil || wf == nil:
-		adviseOnly, cause = "the TrainJob has no single unfinished Workload", "no-workload"
+		adviseOnly, cause = "the "+r.kindName()+" has no single unfinished Workload", "no-workload"
 		cond.Reason = condReasonNoWorkload
 	case len(wf.ForeignOwners) > 0 || (wf.BoostSet && wf.Boost != 0 && !owned):
 		owners := strings.Join(wf.ForeignOwners, ", ")
@@ -886,19 +957,19 @@ func (r *TrainJobReconciler) enforcement(ctx context.Context, tj *trainer.TrainJ
 			if !d.IsZero() {
 				note += fmt.Sprintf(" (advised boost %+d: %s)", d.AdvisedBoost, d.Reason)
 			}
-			r.event(tj, wl, corev1.EventTypeWarning, ReasonBoostDisabled, "SetPriorityBoost", note)
+			r.event(job, wl, corev1.EventTypeWarning, ReasonBoostDisabled, "SetPriorityBoost", note)
 		}
 		if cause == "foreign-owner" {
 			note := adviseOnly
 			if !d.IsZero() {
 				note += fmt.Sprintf(" (advised boost %+d: %s)", d.AdvisedBoost, d.Reason)
 			}
-			r.event(tj, wl, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
-			r.event(wl, tj, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
+			r.event(job, wl, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
+			r.event(wl, job, corev1.EventTypeWarning, ReasonAdviseOnly, "SetPriorityBoost", note)
 		}
 	}
 	if old != nil && old.Reason == condReasonForeignOwner && cond.Reason == condReasonEnforcing {
-		r.event(tj, wl, corev1.EventTypeNormal, ReasonEnforcing, "SetPriorityBoost",
+		r.event(job, wl, corev1.EventTypeNormal, ReasonEnforcing, "SetPriorityBoost",
 			"no other writer owns "+AnnotationPriorityBoost+" on Workload "+wl.Name+" any more; the planner writes it again")
 	}
 	apimeta.SetStatusCondition(&st.work.Conditions, cond)
@@ -912,7 +983,7 @@ func (r *TrainJobReconciler) enforcement(ctx context.Context, tj *trainer.TrainJ
 // and wakes the ClusterQueue's waiting Workloads after a lowered one where
 // Kueue would not retry them itself. stop ends the actuation (the
 // Workload changed or went away: decide again on its new state).
-func (r *TrainJobReconciler) applyBoost(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+func (r *JobReconciler) applyBoost(ctx context.Context, job client.Object, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, now time.Time) (stop bool, err error) {
 	d := st.decision
 	if desired := d.Boost; desired != wf.Boost {
@@ -959,8 +1030,8 @@ func (r *TrainJobReconciler) applyBoost(ctx context.Context, tj *trainer.TrainJo
 				log.FromContext(ctx).Info("waiting Workloads not woken", "clusterQueue", wf.ClusterQueue, "skipped", res.Skipped)
 			}
 		}
-		r.event(tj, wl, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
-		r.event(wl, tj, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
+		r.event(job, wl, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
+		r.event(wl, job, corev1.EventTypeNormal, ReasonBoostChanged, "SetPriorityBoost", note)
 	}
 
 	return false, nil
@@ -968,7 +1039,7 @@ func (r *TrainJobReconciler) applyBoost(ctx context.Context, tj *trainer.TrainJo
 
 // applyStop deactivates the Workload once per decision made during the
 // current admission, when the policy says so and the queue opted in.
-func (r *TrainJobReconciler) applyStop(ctx context.Context, tj *trainer.TrainJob, wl *kueue.Workload, wf *WorkloadFacts,
+func (r *JobReconciler) applyStop(ctx context.Context, job client.Object, wl *kueue.Workload, wf *WorkloadFacts,
 	st *jobState, facts preempt.Facts, now time.Time, enforce bool) error {
 	d := st.decision
 	if enforce && d.Action == preempt.ActionDeactivate && wf.Running() && facts.AdmittedAt != nil && d.At >= *facts.AdmittedAt &&
@@ -984,15 +1055,15 @@ func (r *TrainJobReconciler) applyStop(ctx context.Context, tj *trainer.TrainJob
 		t := metav1.NewTime(now.UTC().Truncate(time.Second))
 		st.work.DeactivatedTime, st.work.LastPlannerEvictionTime = &t, &t
 		note := fmt.Sprintf("stopped: Workload %s set to spec.active=false; saves %.1f GPU-hours: %s", wl.Name, d.GPUHoursSaved, d.Reason)
-		r.event(tj, wl, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
-		r.event(wl, tj, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
+		r.event(job, wl, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
+		r.event(wl, job, corev1.EventTypeWarning, ReasonDeactivated, "Deactivate", note)
 	}
 	return nil
 }
 
 // writeStatus persists the status when a forecast was made or something
 // other than observation bookkeeping changed.
-func (r *TrainJobReconciler) writeStatus(ctx context.Context, st *jobState, forecasted bool) error {
+func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecasted bool) error {
 	if st.obj == nil {
 		return nil
 	}

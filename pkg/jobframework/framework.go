@@ -1,0 +1,139 @@
+package jobframework
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/pkg/gang"
+	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/workloads"
+)
+
+// QueueNameLabel is Kueue's label naming a job's LocalQueue. Kinds whose
+// objects are common outside Kueue (batch/v1 Jobs) are tracked only with
+// it, so that the planner does not keep a ProgressForecast for every Job
+// of a cluster.
+const QueueNameLabel = "kueue.x-k8s.io/queue-name"
+
+// Report is a job's latest progress report as the planner observes it.
+type Report struct {
+	// Status is the report, untrusted: pkg/progress validates it.
+	Status progress.TrainerStatus
+	// Hash fingerprints the report: the same hash is the same report,
+	// observed once even across planner restarts.
+	Hash string
+	// ReceivedAt is when the planner received the report (its clock);
+	// zero when the watch's delivery time is the receipt (a TrainJob's
+	// status arrives with the object).
+	ReceivedAt time.Time
+}
+
+// Adapter is what the planner needs to know about one kind of job. Its
+// methods are pure functions of obj, which is always of the adapter's kind
+// (NewObject's type).
+type Adapter interface {
+	// GVK is the kind's group, version and kind.
+	GVK() schema.GroupVersionKind
+	// NewObject is an empty object of the kind (watches, gets).
+	NewObject() client.Object
+	// Tracks reports whether the planner tracks obj: false for jobs run
+	// by another tracked job (a TrainJob's JobSet, a JobSet's Jobs), which
+	// have no Workload of their own.
+	Tracks(obj client.Object) bool
+	// Latest is obj's latest progress report; ok is false when it has
+	// none (yet).
+	Latest(obj client.Object) (r Report, ok bool)
+	// Suspended reports whether obj is suspended (it makes no progress by
+	// design; used when no Workload says whether it runs).
+	Suspended(obj client.Object) bool
+	// Finished reports whether obj completed or failed.
+	Finished(obj client.Object) bool
+	// Gang is the gang of obj's pods: the key pkg/gang gives each of
+	// them, so that the scheduler plugin groups them as the planner does.
+	Gang(obj client.Object) gang.Gang
+}
+
+// RefOf names obj, a job of a's kind, for pkg/workloads.
+func RefOf(a Adapter, obj metav1.Object) workloads.Ref { return workloads.RefTo(a.GVK(), obj) }
+
+// FindWorkload is the controller's Workload lookup for a job of any kind:
+// it lists the job's Workloads by Kueue's job-uid label
+// (workloads.Selector) and lets workloads.For choose, the rule `planner
+// explain` applies too.
+func FindWorkload(ctx context.Context, c client.Reader, job workloads.Ref) (workloads.Match, error) {
+	var list kueue.WorkloadList
+	if err := c.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingLabels(workloads.Selector(job))); err != nil {
+		return workloads.Match{}, fmt.Errorf("list Workloads of %s: %w", job, err)
+	}
+	return workloads.For(job, list.Items), nil
+}
+
+// topLevel reports whether obj is run by no other object (its Workload, if
+// any, is its own), the tracking rule of the kinds that can be children of
+// another tracked kind.
+func topLevel(obj metav1.Object) bool { return metav1.GetControllerOf(obj) == nil }
+
+// queued reports whether obj names a Kueue LocalQueue.
+func queued(obj metav1.Object) bool { return obj.GetLabels()[QueueNameLabel] != "" }
+
+// hashJSON fingerprints v's JSON encoding ("" when it cannot be encoded).
+func hashJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// builtin is one row of the table of built kinds.
+type builtin struct {
+	// Resource is the kind's plural resource name (API discovery).
+	Resource string
+	// NeedsReports: the kind carries no progress of its own; it is built
+	// only with a ReportSource.
+	NeedsReports bool
+	New          func(ReportSource) Adapter
+}
+
+// builtins is the table of built kinds, in the order their controllers
+// start. A new kind is one adapter file and one row here.
+var builtins = []builtin{
+	{Resource: "trainjobs", New: func(ReportSource) Adapter { return TrainJob{} }},
+	{Resource: "jobs", NeedsReports: true, New: func(s ReportSource) Adapter { return BatchJob{Reports: s} }},
+	{Resource: "jobsets", NeedsReports: true, New: func(s ReportSource) Adapter { return JobSet{Reports: s} }},
+}
+
+// Kind is a built kind ready to use: its adapter and its API resource.
+type Kind struct {
+	Adapter
+	// Resource is the plural resource name the API server serves the kind
+	// as, in GVK's group-version.
+	Resource string
+	// NeedsReports: the kind's progress comes from the ReportSource.
+	NeedsReports bool
+}
+
+// Built returns the kinds the planner can track with reports from src:
+// every kind whose progress it can read. A nil src builds only the kinds
+// that carry their own progress (TrainJob).
+func Built(src ReportSource) []Kind {
+	var out []Kind
+	for _, b := range builtins {
+		if b.NeedsReports && src == nil {
+			continue
+		}
+		out = append(out, Kind{Adapter: b.New(src), Resource: b.Resource, NeedsReports: b.NeedsReports})
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package kueueext
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/jobframework"
+	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/workloads"
+)
+
+// The generic reconciler on a kind whose progress is not in its object: a
+// Kueue-queued batch/v1 Job whose reports arrive through the in-memory
+// ReportSource (as the progress endpoint will deliver them).
+
+func batchJob(name string, uid types.UID, labels map[string]string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid, Labels: labels}}
+}
+
+var queued = map[string]string{jobframework.QueueNameLabel: "lq"}
+
+// workloadOfJob is workloadFor's Workload, controlled by a batch/v1 Job.
+func workloadOfJob(name string, job *batchv1.Job, admitted bool) *kueue.Workload {
+	wl := workloadFor(name, trainJob(job.Name, job.UID, nil), admitted)
+	wl.OwnerReferences[0].APIVersion, wl.OwnerReferences[0].Kind = "batch/v1", "Job"
+	return wl
+}
+
+func (f *fixture) reconcileWith(r *JobReconciler, name string) reconcile.Result {
+	f.t.Helper()
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		f.t.Fatalf("reconcile %s: %v", name, err)
+	}
+	return res
+}
+
+func TestReconcileBatchJobFromReportSource(t *testing.T) {
+	job := batchJob("sweep", "sweep-uid", queued)
+	wl := workloadOfJob("job-sweep-00001", job, true)
+	f := newFixture(t, testConfig(), job, wl, localQueue())
+	src := jobframework.NewMemorySource()
+	kind := jobframework.BatchJob{Reports: src}
+	r := f.newKindReconciler(kind, src)
+	ref := jobframework.RefOf(kind, job)
+
+	// Before any report: a ProgressForecast naming the Job, no forecast.
+	f.reconcileWith(r, "sweep")
+	pf := f.pf("sweep")
+	want := v1alpha1.JobRef{APIVersion: "batch/v1", Kind: "Job", Name: "sweep", UID: "sweep-uid"}
+	if pf.Spec.JobRef != want {
+		t.Fatalf("spec.jobRef %+v, want %+v", pf.Spec.JobRef, want)
+	}
+	if owner, ok := workloads.ControllerOf(pf); !ok || owner.UID != job.UID || !owner.IsKind("batch", "Job") {
+		t.Errorf("owner %+v", owner)
+	}
+	if pf.Status.Observations != 0 || pf.Status.Workload != wl.Name {
+		t.Errorf("before reports: observations %d workload %q", pf.Status.Observations, pf.Status.Workload)
+	}
+
+	hf := exampleHistory(t, "synth__early-plateau")
+	n := len(hf.Reports) * 7 / 10
+	for _, rep := range hf.Reports[:n] {
+		at := t0.Add(time.Duration(rep.T * float64(time.Second)))
+		f.clock.SetTime(at)
+		src.Put(ref, rep.TrainerStatus, at)
+		f.reconcileWith(r, "sweep")
+	}
+	st := f.pf("sweep").Status
+	if st.Verdict != string(preempt.Plateaued) || st.Observations != int64(n) {
+		t.Fatalf("verdict %q, %d observations after %d reports; reason: %s", st.Verdict, st.Observations, n, st.Reason)
+	}
+	if got := f.workload(wl.Name).Annotations[AnnotationPriorityBoost]; got != "-100" || st.Boost != -100 {
+		t.Errorf("Workload boost %q, status boost %d; want -100", got, st.Boost)
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionWorkloadFound); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("WorkloadFound %+v", c)
+	}
+	if ev := f.ev.byReason(string(preempt.Plateaued)); len(ev) != 1 || ev[0].name != "sweep" || ev[0].kind != "*v1.Job" {
+		t.Errorf("verdict events %+v", ev)
+	}
+	// The same report again is not a new observation.
+	f.clock.Step(10 * time.Second)
+	f.reconcileWith(r, "sweep")
+	if got := f.pf("sweep").Status.Observations; got != int64(n) {
+		t.Errorf("a reconcile without a new report observed: %d, want %d", got, n)
+	}
+
+	// The Job is deleted: its report is dropped from the source.
+	if err := f.c.Delete(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcileWith(r, "sweep")
+	if _, ok := src.Latest(ref); ok {
+		t.Error("the deleted Job's report is still held")
+	}
+}
+
+// A Job Kueue does not queue gets no ProgressForecast, and the Job
+// reconciler leaves a TrainJob's ProgressForecast of the same name alone.
+func TestReconcileBatchJobNotTracked(t *testing.T) {
+	plain := batchJob("plain", "plain-uid", nil)
+	tj := trainJob("same", "tj-uid", nil)
+	clash := batchJob("same", "job-uid", queued)
+	f := newFixture(t, testConfig(), plain, tj, clash, localQueue())
+	src := jobframework.NewMemorySource()
+	r := f.newKindReconciler(jobframework.BatchJob{Reports: src}, src)
+
+	f.reconcileWith(r, "plain")
+	var pf v1alpha1.ProgressForecast
+	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "plain"}, &pf); !apierrors.IsNotFound(err) {
+		t.Errorf("an unqueued Job got a ProgressForecast (%v)", err)
+	}
+
+	f.reconcile("same") // the TrainJob's
+	before := f.pf("same")
+	for range 3 {
+		f.reconcileWith(r, "same")
+	}
+	after := f.pf("same")
+	if after.UID != before.UID || after.Spec.JobRef.Kind != "TrainJob" || !strings.HasPrefix(after.Spec.JobRef.APIVersion, "trainer.kubeflow.org/") {
+		t.Errorf("the Job reconciler replaced the TrainJob's ProgressForecast: %+v", after.Spec.JobRef)
+	}
+}
