@@ -104,15 +104,15 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		}
 		cfg = c
 	}
+	if err := endpointFlags(&cfg, fl); err != nil {
+		return err
+	}
 	if fl.printConfig {
 		b, err := cfg.YAML()
 		if err != nil {
 			return err
 		}
 		_, err = cmd.OutOrStdout().Write(b)
-		return err
-	}
-	if err := endpointFlags(&cfg, fl); err != nil {
 		return err
 	}
 	logger := newLogger(fl.logFormat, fl.verbosity)
