@@ -365,15 +365,16 @@ func TestInvalidReports(t *testing.T) {
 		{"two objects", `{"trainerStatus":{"progressPercentage":5}}{}`, "", ""},
 		{"fractional percentage", `{"trainerStatus":{"progressPercentage":45.5}}`, "", ""},
 		{"string percentage", `{"trainerStatus":{"progressPercentage":"45"}}`, "", ""},
-		{"progress over 100", `{"trainerStatus":{"progressPercentage":150}}`, "trainerStatus.progressPercentage", "progress-range"},
-		{"negative ETA", `{"trainerStatus":{"progressPercentage":5,"estimatedRemainingSeconds":-1}}`, "trainerStatus.estimatedRemainingSeconds", "negative"},
-		{"metric name too long", `{"trainerStatus":{"metrics":[{"name":"` + long + `","value":"1"}]}}`, "trainerStatus.metrics[0].name", "invalid-name"},
-		{"empty metric value", `{"trainerStatus":{"metrics":[{"name":"loss","value":""}]}}`, "trainerStatus.metrics[0].value", "invalid-name"},
+		{"progress over 100", `{"trainerStatus":{"progressPercentage":150,"lastUpdatedTime":"2026-12-02T11:59:58Z"}}`, "trainerStatus.progressPercentage", "progress-range"},
+		{"negative ETA", `{"trainerStatus":{"progressPercentage":5,"estimatedRemainingSeconds":-1,"lastUpdatedTime":"2026-12-02T11:59:58Z"}}`, "trainerStatus.estimatedRemainingSeconds", "negative"},
+		{"metric name too long", `{"trainerStatus":{"lastUpdatedTime":"2026-12-02T11:59:58Z","metrics":[{"name":"` + long + `","value":"1"}]}}`, "trainerStatus.metrics[0].name", "invalid-name"},
+		{"empty metric value", `{"trainerStatus":{"lastUpdatedTime":"2026-12-02T11:59:58Z","metrics":[{"name":"loss","value":""}]}}`, "trainerStatus.metrics[0].value", "invalid-name"},
 		{"bad time", `{"trainerStatus":{"progressPercentage":5,"lastUpdatedTime":"yesterday"}}`, "", ""},
 		// The planner's own rules (pkg/progress), with its reasons.
-		{"duplicate metric", `{"trainerStatus":{"metrics":[{"name":"loss","value":"1"},{"name":"loss","value":"2"}]}}`, "trainerStatus.loss", "duplicate-metric"},
-		{"step beyond total", `{"trainerStatus":{"metrics":[{"name":"current_step","value":"50"},{"name":"total_steps","value":"10"}]}}`, "trainerStatus.current_step", "inconsistent"},
-		{"nothing usable", `{"trainerStatus":{}}`, "trainerStatus.trainerStatus", "empty"},
+		{"duplicate metric", `{"trainerStatus":{"lastUpdatedTime":"2026-12-02T11:59:58Z","metrics":[{"name":"loss","value":"1"},{"name":"loss","value":"2"}]}}`, "trainerStatus.loss", "duplicate-metric"},
+		{"step beyond total", `{"trainerStatus":{"lastUpdatedTime":"2026-12-02T11:59:58Z","metrics":[{"name":"current_step","value":"50"},{"name":"total_steps","value":"10"}]}}`, "trainerStatus.current_step", "inconsistent"},
+		{"no lastUpdatedTime", `{"trainerStatus":{"progressPercentage":5}}`, "trainerStatus.lastUpdatedTime", "FieldValueRequired"},
+		{"nothing usable", `{"trainerStatus":{"lastUpdatedTime":"2026-12-02T11:59:58Z"}}`, "trainerStatus.trainerStatus", "empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, RateLimit{})

@@ -124,9 +124,14 @@ func decodeRequest(body []byte) (updateRequest, error) {
 
 // trainerRules checks what the Trainer's CRD schema checks: progress in
 // 0–100, a non-negative ETA, at most 256 metrics, names and values of 1–64
-// characters.
+// characters, and a lastUpdatedTime (the Trainer's server writes an absent
+// one as null, which its CRD refuses: in effect it is required).
 func trainerRules(ts *trainerStatus) []cause {
 	var out []cause
+	if ts.LastUpdatedTime == nil || ts.LastUpdatedTime.IsZero() {
+		out = append(out, cause{"trainerStatus.lastUpdatedTime", string(metav1.CauseTypeFieldValueRequired),
+			"required: the time the status was observed (RFC 3339)"})
+	}
 	if p := ts.ProgressPercentage; p != nil && (*p < 0 || *p > 100) {
 		out = append(out, cause{"trainerStatus.progressPercentage", string(progress.RejectProgressRange),
 			fmt.Sprintf("%d: should be between 0 and 100", *p)})
