@@ -84,7 +84,14 @@ const endpointNS = "tenant"
 
 func startEndpointWorld(t *testing.T, rl progressendpoint.RateLimit) *endpointWorld {
 	t.Helper()
-	ctx := t.Context()
+	w := newEndpointWorld(t)
+	w.serve(t, t.Context(), rl)
+	return w
+}
+
+// newEndpointWorld creates the tenant's objects; nothing serves yet.
+func newEndpointWorld(t *testing.T) *endpointWorld {
+	t.Helper()
 	env := framework.Start(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
@@ -99,7 +106,6 @@ func startEndpointWorld(t *testing.T, rl progressendpoint.RateLimit) *endpointWo
 	for _, name := range []string{"x", "y"} {
 		w.jobs[name], w.pods[name] = jobWithPod(t, env.Client, name)
 	}
-	w.serve(t, ctx, rl)
 	return w
 }
 
