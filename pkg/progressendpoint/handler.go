@@ -60,9 +60,10 @@ type Options struct {
 
 // Handler serves POST StatusPath(...) for every kind in jobKinds.
 type Handler struct {
-	opts Options
-	lim  *limiter
-	mux  *http.ServeMux
+	opts   Options
+	lim    *limiter
+	tokens *tokenCache
+	mux    *http.ServeMux
 }
 
 // NewHandler checks opts and fills in the defaults.
@@ -85,7 +86,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Handler{opts: opts, lim: newLimiter(opts.RateLimit, opts.Now), mux: http.NewServeMux()}
+	h := &Handler{opts: opts, lim: newLimiter(opts.RateLimit, opts.Now), tokens: newTokenCache(), mux: http.NewServeMux()}
 	for _, k := range jobKinds {
 		pattern := fmt.Sprintf("POST /apis/%s/%s/namespaces/{namespace}/%s/{name}/status", k.group, k.version, k.resource)
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +111,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, job JobRef) {
 			fmt.Sprintf("request body of %d bytes is over the %d-byte limit", r.ContentLength, h.opts.MaxBodyBytes), nil)
 		return
 	}
-	who, err := authenticate(ctx, h.opts.Client, r.Header.Get("Authorization"), h.opts.Audience)
+	who, err := h.authenticate(ctx, r.Header.Get("Authorization"))
 	if err != nil {
 		h.authError(w, log, err)
 		return
@@ -164,6 +165,22 @@ func (h *Handler) checkOwner(ctx context.Context, w http.ResponseWriter, log log
 		return err
 	}
 	return nil
+}
+
+// authenticate reuses a recent successful TokenReview of the same token
+// (tokencache.go), else asks the API server.
+func (h *Handler) authenticate(ctx context.Context, header string) (caller, error) {
+	token, now := bearerToken(header), h.opts.Now()
+	if token != "" {
+		if who, ok := h.tokens.get(token, h.opts.Audience, now); ok {
+			return who, nil
+		}
+	}
+	who, err := authenticate(ctx, h.opts.Client, header, h.opts.Audience)
+	if err == nil {
+		h.tokens.put(token, h.opts.Audience, who, now)
+	}
+	return who, err
 }
 
 func (h *Handler) getJob(ctx context.Context, job JobRef) (*metav1.PartialObjectMetadata, error) {

@@ -2,6 +2,7 @@ package progressendpoint
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,12 +48,13 @@ type fakeToken struct {
 // tokenReviews answers TokenReviews like the API server does for bound
 // service-account tokens in namespace ns (unit tests only; the e2e tests
 // use the real API).
-func tokenReviews(tokens map[string]fakeToken) interceptor.Funcs {
+func tokenReviews(tokens map[string]fakeToken, reviews *atomic.Int32) interceptor.Funcs {
 	return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		tr, ok := obj.(*authnv1.TokenReview)
 		if !ok {
 			return c.Create(ctx, obj, opts...)
 		}
+		reviews.Add(1)
 		t, known := tokens[tr.Spec.Token]
 		switch {
 		case !known:
@@ -133,19 +136,25 @@ var testTokens = map[string]fakeToken{
 }
 
 type fixture struct {
-	h    *Handler
-	sink *recordingSink
-	rec  *events.FakeRecorder
-	now  time.Time
-	mu   sync.Mutex
+	// reviews counts the TokenReviews sent to the API server.
+	reviews atomic.Int32
+	h       *Handler
+	sink    *recordingSink
+	rec     *events.FakeRecorder
+	now     time.Time
+	mu      sync.Mutex
 }
 
 func newFixture(t *testing.T, rl RateLimit) *fixture {
 	t.Helper()
-	scheme := kueueext.NewScheme()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(clusterObjects()...).
-		WithInterceptorFuncs(tokenReviews(testTokens)).Build()
+	return newFixtureTokens(t, rl, testTokens)
+}
+
+func newFixtureTokens(t *testing.T, rl RateLimit, tokens map[string]fakeToken) *fixture {
+	t.Helper()
 	f := &fixture{sink: &recordingSink{}, rec: events.NewFakeRecorder(16), now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(clusterObjects()...).
+		WithInterceptorFuncs(tokenReviews(tokens, &f.reviews)).Build()
 	h, err := NewHandler(Options{Client: c, Reader: c, Recorder: f.rec, Sink: f.sink, RateLimit: rl,
 		Now: func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }, Log: testr.New(t)})
 	if err != nil {
@@ -412,5 +421,49 @@ func TestNewHandlerRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := NewHandler(Options{Client: c, Reader: c, Sink: NopSink{}, RateLimit: RateLimit{QPS: -1, Burst: 1}}); err == nil {
 		t.Error("negative QPS: want an error")
+	}
+}
+
+// A successful review is reused for the same token within the TTL and the
+// token's own expiry; failed reviews are not cached.
+func TestTokenReviewsCached(t *testing.T) {
+	exp := time.Date(2026, 12, 2, 12, 0, 10, 0, time.UTC) // 10 s after the fixture's clock
+	jwt := "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"exp":%d}`, exp.Unix()))) + ".sig"
+	tokens := map[string]fakeToken{"tok-x": testTokens["tok-x"], jwt: testTokens["tok-x"]}
+	f := newFixtureTokens(t, RateLimit{QPS: 100, Burst: 100}, tokens)
+	path := jobPath(t, "batch", "x")
+	advance := func(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.mu.Unlock() }
+	send := func(token string, want int) {
+		t.Helper()
+		if code, st, _ := f.post(t, path, token, goodBody); code != want {
+			t.Fatalf("code %d (%s), want %d", code, st.Message, want)
+		}
+	}
+	send("tok-x", http.StatusOK)
+	send("tok-x", http.StatusOK)
+	if n := f.reviews.Load(); n != 1 {
+		t.Fatalf("%d reviews for two reports with one token, want 1", n)
+	}
+	advance(tokenCacheTTL)
+	send("tok-x", http.StatusOK)
+	if n := f.reviews.Load(); n != 2 {
+		t.Fatalf("%d reviews after the TTL, want 2", n)
+	}
+	// A token expiring in 10 s is not reused past its expiry.
+	f.mu.Lock()
+	f.now = exp.Add(-5 * time.Second)
+	f.mu.Unlock()
+	send(jwt, http.StatusOK)
+	send(jwt, http.StatusOK)
+	advance(5 * time.Second)
+	send(jwt, http.StatusOK)
+	if n := f.reviews.Load(); n != 4 {
+		t.Fatalf("%d reviews, want 4: the JWT's expiry shortens its reuse", n)
+	}
+	for range 2 {
+		send("not-a-token", http.StatusUnauthorized)
+	}
+	if n := f.reviews.Load(); n != 6 {
+		t.Fatalf("%d reviews, want 6: failed reviews are not cached", n)
 	}
 }
