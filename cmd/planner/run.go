@@ -18,6 +18,7 @@ import (
 
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
+	"github.com/progress-planner/planner/pkg/progressendpoint"
 )
 
 type runFlags struct {
@@ -33,6 +34,10 @@ type runFlags struct {
 	// Secure metrics (docs/observability.md).
 	metricsSecure  bool
 	metricsCertDir string
+	// The progress endpoint (docs/progress-sources.md); override the
+	// config's progressEndpoint section when set.
+	endpointAddr    string
+	endpointCertDir string
 }
 
 func newRunCmd() *cobra.Command {
@@ -76,6 +81,8 @@ docs/controller.md describes everything in detail.`,
 	f.BoolVar(&fl.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS, each request authenticated and authorized by the API server (a scraper needs get on the non-resource URL /metrics)")
 	f.StringVar(&fl.metricsCertDir, "metrics-cert-dir", "", "with --metrics-secure: directory holding tls.crt and tls.key; empty: a self-signed certificate made in memory at start")
 	f.DurationVar(&fl.uiRefresh, "ui-refresh", 30*time.Second, "how often the report page is rebuilt and reloads itself")
+	f.StringVar(&fl.endpointAddr, "progress-endpoint-bind-address", "", "serve the KEP-2779 progress endpoint (HTTPS) on this address, e.g. :9443; 0 turns it off; empty: the config's progressEndpoint.bindAddress (default off)")
+	f.StringVar(&fl.endpointCertDir, "progress-endpoint-cert-dir", "", "directory with tls.crt and tls.key for the progress endpoint (e.g. a cert-manager Secret); empty: the config's, else the planner manages its own CA in a Secret")
 	return cmd
 }
 
@@ -96,6 +103,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 			return err
 		}
 		cfg = c
+	}
+	if err := endpointFlags(&cfg, fl); err != nil {
+		return err
 	}
 	if fl.printConfig {
 		b, err := cfg.YAML()
@@ -136,6 +146,11 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if _, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg}); err != nil {
 		return fmt.Errorf("set up the planner: %w", err)
 	}
+	// NopSink: reports are authenticated and validated, then dropped, until
+	// the job framework's ReportSource is the sink (docs/progress-sources.md).
+	if err := progressendpoint.Setup(mgr, cfg.ProgressEndpoint, progressendpoint.NopSink{}); err != nil {
+		return fmt.Errorf("set up the progress endpoint: %w", err)
+	}
 	if err := addReportUI(mgr, cfg, fl, logger); err != nil {
 		return err
 	}
@@ -145,6 +160,20 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	logger.Info("starting", "version", vi.Version, "commit", vi.Commit, "config", fl.config,
 		"leaderElection", cfg.LeaderElection.Enabled, "mode", cfg.Policy.Mode, "metricsSecure", fl.metricsSecure)
 	return mgr.Start(ctx)
+}
+
+// endpointFlags applies the progress endpoint's flags over the config.
+func endpointFlags(cfg *plannerconfig.Config, fl runFlags) error {
+	if fl.endpointAddr != "" {
+		cfg.ProgressEndpoint.BindAddress = fl.endpointAddr
+	}
+	if fl.endpointCertDir != "" {
+		cfg.ProgressEndpoint.CertDir = fl.endpointCertDir
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("--progress-endpoint-*: %v", err)
+	}
+	return nil
 }
 
 func newLogger(format string, verbosity int) logr.Logger {

@@ -55,6 +55,24 @@ func TestRunInvalidConfig(t *testing.T) {
 	}
 }
 
+func TestRunProgressEndpointFlags(t *testing.T) {
+	out, err := runPlannerCLI("run", "--print-config", "--progress-endpoint-bind-address", ":9443", "--progress-endpoint-cert-dir", "/etc/tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := plannerconfig.ParseConfig([]byte(out))
+	if err != nil {
+		t.Fatalf("--print-config output does not parse: %v\n%s", err, out)
+	}
+	if p := c.ProgressEndpoint; p.BindAddress != ":9443" || p.CertDir != "/etc/tls" {
+		t.Errorf("flags not applied to the config: %+v", p)
+	}
+	_, err = runPlannerCLI("run", "--progress-endpoint-bind-address", "nowhere")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "progressEndpoint.bindAddress") {
+		t.Errorf("--progress-endpoint-bind-address nowhere: %v", err)
+	}
+}
+
 func TestReplayUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"replay", "x.jsonl"},

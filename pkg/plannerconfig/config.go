@@ -53,6 +53,9 @@ type Config struct {
 	Health         EndpointConfig       `json:"health"`
 	Forecast       ForecastConfig       `json:"forecast"`
 	Workloads      WorkloadConfig       `json:"workloads"`
+	// ProgressEndpoint is the HTTPS endpoint for progress reports
+	// (progressendpoint.go); off by default.
+	ProgressEndpoint ProgressEndpointConfig `json:"progressEndpoint"`
 	// CRDCheckInterval is how often the planner checks for missing
 	// Trainer, Kueue or ProgressForecast CRDs until they appear.
 	CRDCheckInterval preempt.Duration `json:"crdCheckInterval"`
@@ -143,6 +146,7 @@ func DefaultConfig() Config {
 			MaxNudges:   32,
 		},
 		CRDCheckInterval: preempt.Dur(30 * time.Second),
+		ProgressEndpoint: defaultProgressEndpoint(),
 		Policy:           preempt.DefaultPolicy(),
 	}
 }
@@ -280,6 +284,7 @@ func (c Config) Validate() error {
 	if c.CRDCheckInterval.Duration < time.Second {
 		add("crdCheckInterval", "%s must be at least 1s", c.CRDCheckInterval.Duration)
 	}
+	problems = append(problems, c.ProgressEndpoint.validate()...)
 	var err error
 	if len(problems) > 0 {
 		err = fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))

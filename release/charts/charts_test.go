@@ -237,8 +237,12 @@ func TestChartContents(t *testing.T) {
 				if find(objs, "ServiceMonitor", "") != nil {
 					t.Error("ServiceMonitor rendered although off")
 				}
+				checkProgressEndpoint(t, objs, args, cfg)
 			} else if strings.Contains(args, "--ui-addr") {
 				t.Errorf("UI off by default, args %q", args)
+			}
+			if r.values != "testdata/values-custom.yaml" && (strings.Contains(args, "--progress-endpoint") || find(objs, "Service", "-progress") != nil) {
+				t.Errorf("progress endpoint rendered although off: args %q", args)
 			}
 			// The planner accepts the Deployment's command line as it is.
 			argv := toStrings(path(spec, "containers").([]any)[0].(map[string]any)["args"])
@@ -247,6 +251,37 @@ func TestChartContents(t *testing.T) {
 				t.Errorf("metrics not secure by default: %q", args)
 			}
 		})
+	}
+}
+
+// checkProgressEndpoint: with progressEndpoint.enabled the Deployment
+// serves it, its Service exists and is the one the certificate is for, and
+// the chart grants the shipped rules of config/rbac/progress_endpoint_role.yaml.
+func checkProgressEndpoint(t *testing.T, objs []map[string]any, args string, cfg map[string]any) {
+	t.Helper()
+	if !strings.Contains(args, "--progress-endpoint-bind-address=:9443") {
+		t.Errorf("progress endpoint on: args %q", args)
+	}
+	svc := find(objs, "Service", "-progress")
+	if svc == nil {
+		t.Fatal("no progress endpoint Service")
+	}
+	if name := path(svc, "metadata", "name"); path(cfg, "progressEndpoint", "serviceName") != name {
+		t.Errorf("certificate for Service %v, the Service is %v", path(cfg, "progressEndpoint", "serviceName"), name)
+	}
+	b, err := os.ReadFile("../../config/rbac/progress_endpoint_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := objects(t, string(b))
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		want, got := find(shipped, kind, ""), find(objs, kind, "-progress-endpoint"+map[string]string{"Role": "-certs"}[kind])
+		if want == nil || got == nil {
+			t.Fatalf("%s: shipped %v, chart %v", kind, want != nil, got != nil)
+		}
+		if !reflect.DeepEqual(want["rules"], got["rules"]) {
+			t.Errorf("the chart's progress endpoint %s rules %v differ from the shipped %v", kind, got["rules"], want["rules"])
+		}
 	}
 }
 

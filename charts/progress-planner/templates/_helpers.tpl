@@ -48,6 +48,9 @@ election from the chart, then the policy and any other field from values. */}}
   "metrics" (dict "bindAddress" (printf ":%d" (int .Values.metrics.port)))
   "health" (dict "bindAddress" (printf ":%d" (int .Values.health.port)))
 -}}
+{{- if .Values.progressEndpoint.enabled -}}
+{{- $_ := set $base "progressEndpoint" (dict "serviceName" (printf "%s-progress" (include "planner.fullname" .)) "certSecretName" (printf "%s-progress-tls" (include "planner.fullname" .))) -}}
+{{- end -}}
 {{- $cfg := mergeOverwrite $base (deepCopy .Values.config) (dict "policy" $policy) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
