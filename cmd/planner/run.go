@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
@@ -143,13 +144,23 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if _, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg}); err != nil {
+	// With the progress endpoint on, its reports are the job framework's
+	// report source: batch/v1 Jobs and JobSets are tracked too, and a
+	// TrainJob whose reporter posts there is read from it
+	// (docs/progress-sources.md).
+	opts := kueueext.Options{Config: cfg}
+	var src *jobframework.MemorySource
+	if cfg.ProgressEndpoint.Enabled() {
+		src = jobframework.NewMemorySource()
+		opts.Reports = src
+	}
+	if _, err := kueueext.Setup(mgr, opts); err != nil {
 		return fmt.Errorf("set up the planner: %w", err)
 	}
-	// NopSink: reports are authenticated and validated, then dropped, until
-	// the job framework's ReportSource is the sink (docs/progress-sources.md).
-	if err := progressendpoint.Setup(mgr, cfg.ProgressEndpoint, progressendpoint.NopSink{}); err != nil {
-		return fmt.Errorf("set up the progress endpoint: %w", err)
+	if src != nil {
+		if err := progressendpoint.Setup(mgr, cfg.ProgressEndpoint, progressendpoint.ToSource(src)); err != nil {
+			return fmt.Errorf("set up the progress endpoint: %w", err)
+		}
 	}
 	if err := addReportUI(mgr, cfg, fl, logger); err != nil {
 		return err

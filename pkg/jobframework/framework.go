@@ -109,7 +109,7 @@ type builtin struct {
 // builtins is the table of built kinds, in the order their controllers
 // start. A new kind is one adapter file and one row here.
 var builtins = []builtin{
-	{Resource: "trainjobs", New: func(ReportSource) Adapter { return TrainJob{} }},
+	{Resource: "trainjobs", New: func(s ReportSource) Adapter { return TrainJob{Reports: s} }},
 	{Resource: "jobs", NeedsReports: true, New: func(s ReportSource) Adapter { return BatchJob{Reports: s} }},
 	{Resource: "jobsets", NeedsReports: true, New: func(s ReportSource) Adapter { return JobSet{Reports: s} }},
 }

@@ -15,8 +15,12 @@ import (
 // TrainJob is the adapter of Kubeflow Trainer v2 TrainJobs
 // (trainer.kubeflow.org/v1alpha1). A TrainJob carries its own progress:
 // status.trainerStatus, which Trainer's status server writes from the
-// job's reports.
-type TrainJob struct{}
+// job's reports. A TrainJob whose reporter posts to the planner's progress
+// endpoint instead has its reports in Reports.
+type TrainJob struct {
+	// Reports: nil when the planner has no report source.
+	Reports ReportSource
+}
 
 var _ Adapter = TrainJob{}
 
@@ -33,9 +37,14 @@ func (TrainJob) NewObject() client.Object { return &trainer.TrainJob{} }
 // forecast too).
 func (TrainJob) Tracks(client.Object) bool { return true }
 
-// Latest implements Adapter: status.trainerStatus, its hash the one
+// Latest implements Adapter: the report the job sent to the planner's
+// endpoint when it sent one (its reporter points there, so that is the
+// job's current source), else status.trainerStatus, its hash the one
 // ProgressForecasts written before the job framework stored.
-func (TrainJob) Latest(obj client.Object) (Report, bool) {
+func (a TrainJob) Latest(obj client.Object) (Report, bool) {
+	if r, ok := latestFrom(a.Reports, a, obj); ok {
+		return r, true
+	}
 	ts := obj.(*trainer.TrainJob).Status.TrainerStatus
 	if ts == nil {
 		return Report{}, false

@@ -130,8 +130,9 @@ type Options struct {
 	// SkipNameValidation allows several planners in one process (tests).
 	SkipNameValidation bool
 	// Reports is where the progress of kinds that carry none in their own
-	// object (batch/v1 Jobs, JobSets) comes from. Nil: only TrainJobs are
-	// tracked (jobframework.Built).
+	// object (batch/v1 Jobs, JobSets) comes from, and that of TrainJobs
+	// whose reporter posts to the planner's endpoint. Nil: only TrainJobs
+	// are tracked, from their status (jobframework.Built).
 	Reports jobframework.ReportSource
 }
 
@@ -260,9 +261,10 @@ func (p *Planner) startKind(kc *kindController, s APIStatus) error {
 			For(kc.kind.NewObject(), builder.WithPredicates(kc.rec.arrivals.predicate())).
 			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(createOrDelete())).
 			WithOptions(opts)
-		if kc.kind.NeedsReports {
-			// Reports that arrive outside the object wake the job's
-			// reconcile through the source's channel.
+		if p.opts.Reports != nil {
+			// Reports that arrive outside the object (the progress
+			// endpoint; for a TrainJob too, when its reporter posts
+			// there) wake the job's reconcile through the source's channel.
 			b = b.WatchesRawSource(source.Channel(p.opts.Reports.Events(gvk.GroupKind()), &handler.EnqueueRequestForObject{}))
 		}
 		c, err := b.Build(kc.rec)

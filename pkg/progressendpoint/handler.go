@@ -22,19 +22,12 @@ import (
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
-// Sink receives every accepted report. The job framework's ReportSource
-// will implement it; until then `planner run` uses NopSink.
+// Sink receives every accepted report, as sent (the history validates it
+// again when it folds it in). `planner run` hands them to the job
+// framework's report source (ToSource).
 type Sink interface {
-	Accept(ctx context.Context, job JobRef, snap progress.Snapshot, receivedAt time.Time) error
+	Accept(ctx context.Context, job JobRef, status progress.TrainerStatus, receivedAt time.Time) error
 }
-
-// NopSink accepts and drops reports: the endpoint authenticates and
-// validates, but nothing yet folds its reports into a job's history (the
-// job framework, developed separately, will).
-type NopSink struct{}
-
-// Accept drops the report.
-func (NopSink) Accept(context.Context, JobRef, progress.Snapshot, time.Time) error { return nil }
 
 // Options configure a Handler.
 type Options struct {
@@ -90,7 +83,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	for _, k := range jobKinds {
 		pattern := fmt.Sprintf("POST /apis/%s/%s/namespaces/{namespace}/%s/{name}/status", k.group, k.version, k.resource)
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			h.report(w, r, JobRef{Group: k.group, Kind: k.kind, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")})
+			h.report(w, r, JobRef{Group: k.group, Version: k.version, Kind: k.kind, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")})
 		})
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
@@ -238,7 +231,7 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, log logr.Logger
 		h.refuse(w, log, outcomeInvalid, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "invalid trainerStatus", causes)
 		return
 	}
-	if err := h.opts.Sink.Accept(r.Context(), job, snap, now); err != nil {
+	if err := h.opts.Sink.Accept(r.Context(), job, toProgress(req.TrainerStatus), now); err != nil {
 		log.Error(err, "handing an accepted progress report on")
 		h.refuse(w, log, outcomeError, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "the report could not be stored; retry later", nil)
 		return

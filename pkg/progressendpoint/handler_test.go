@@ -86,7 +86,10 @@ type recordingSink struct {
 	snap []progress.Snapshot
 }
 
-func (s *recordingSink) Accept(_ context.Context, job JobRef, snap progress.Snapshot, _ time.Time) error {
+func (s *recordingSink) Accept(_ context.Context, job JobRef, status progress.TrainerStatus, _ time.Time) error {
+	// The sink gets the report as sent; the snapshot is what the history
+	// will make of it.
+	snap, _, _ := progress.Parse(0, status)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.got = append(s.got, job)
@@ -209,7 +212,7 @@ func TestReportAccepted(t *testing.T) {
 		t.Fatalf("sink got %d reports, want 1", f.sink.count())
 	}
 	got, snap := f.sink.got[0], f.sink.snap[0]
-	want := JobRef{Group: "batch", Kind: "Job", Namespace: "ns", Name: "x", UID: "uid-x"}
+	want := JobRef{Group: "batch", Version: "v1", Kind: "Job", Namespace: "ns", Name: "x", UID: "uid-x"}
 	if got != want {
 		t.Errorf("job %+v, want %+v", got, want)
 	}
@@ -419,7 +422,7 @@ func TestNewHandlerRejectsBadOptions(t *testing.T) {
 	if _, err := NewHandler(Options{Client: c, Reader: c}); err == nil {
 		t.Error("no sink: want an error")
 	}
-	if _, err := NewHandler(Options{Client: c, Reader: c, Sink: NopSink{}, RateLimit: RateLimit{QPS: -1, Burst: 1}}); err == nil {
+	if _, err := NewHandler(Options{Client: c, Reader: c, Sink: &recordingSink{}, RateLimit: RateLimit{QPS: -1, Burst: 1}}); err == nil {
 		t.Error("negative QPS: want an error")
 	}
 }

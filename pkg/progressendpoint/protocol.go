@@ -45,6 +45,7 @@ const (
 // UID of the object that was found there when the report was authorised.
 type JobRef struct {
 	Group     string
+	Version   string
 	Kind      string
 	Namespace string
 	Name      string

@@ -14,8 +14,8 @@ const EventSource = "progress-planner-endpoint"
 
 // Setup adds the endpoint to mgr: the certificate (managed in a Secret, or
 // cfg.CertDir's files) and the HTTPS server, both on every replica. sink
-// receives accepted reports; `planner run` passes NopSink until the job
-// framework's ReportSource is wired in.
+// receives accepted reports; `planner run` passes ToSource of the report
+// source its controllers read.
 func Setup(mgr manager.Manager, cfg plannerconfig.ProgressEndpointConfig, sink Sink) error {
 	if !cfg.Enabled() {
 		return nil

@@ -46,7 +46,8 @@ type e2eSink struct {
 	snap []progress.Snapshot
 }
 
-func (s *e2eSink) Accept(_ context.Context, job progressendpoint.JobRef, snap progress.Snapshot, _ time.Time) error {
+func (s *e2eSink) Accept(_ context.Context, job progressendpoint.JobRef, status progress.TrainerStatus, _ time.Time) error {
+	snap, _, _ := progress.Parse(0, status)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jobs = append(s.jobs, job)
