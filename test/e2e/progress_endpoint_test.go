@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -71,12 +72,15 @@ func (s *e2eSink) reports(name string) int {
 // (owned by its Job, run by ServiceAccount reporter), and the endpoint
 // served over TLS with its managed CA.
 type endpointWorld struct {
-	env    *framework.Env
-	cs     *kubernetes.Clientset
-	ns     string
-	jobs   map[string]*batchv1.Job
-	pods   map[string]*corev1.Pod
-	sink   *e2eSink
+	env  *framework.Env
+	cs   *kubernetes.Clientset
+	ns   string
+	jobs map[string]*batchv1.Job
+	pods map[string]*corev1.Pod
+	sink *e2eSink
+	// to, when set, receives the accepted reports instead of sink (the
+	// planner's report source, as `planner run` wires it).
+	to     progressendpoint.Sink
 	url    string
 	client *http.Client
 }
@@ -164,7 +168,7 @@ func (w *endpointWorld) serve(t *testing.T, ctx context.Context, rl progressendp
 	bc.StartRecordingToSink(ctx.Done())
 	t.Cleanup(bc.Shutdown)
 	h, err := progressendpoint.NewHandler(progressendpoint.Options{
-		Client: w.env.Client, Reader: w.env.Client, Sink: w.sink, RateLimit: rl, Log: testr.New(t),
+		Client: w.env.Client, Reader: w.env.Client, Sink: w.sinkTo(), RateLimit: rl, Log: testr.New(t),
 		Recorder: bc.NewRecorder(w.env.Scheme, progressendpoint.EventSource),
 	})
 	if err != nil {
@@ -195,6 +199,13 @@ func (w *endpointWorld) serve(t *testing.T, ctx context.Context, rl progressendp
 	t.Cleanup(w.client.CloseIdleConnections)
 }
 
+func (w *endpointWorld) sinkTo() progressendpoint.Sink {
+	if w.to != nil {
+		return w.to
+	}
+	return w.sink
+}
+
 // token asks the real TokenRequest API for a token bound to pod with
 // audience, as the kubelet does for a projected volume.
 func (w *endpointWorld) token(t *testing.T, pod, audience string) string {
@@ -212,13 +223,23 @@ func (w *endpointWorld) token(t *testing.T, pod, audience string) string {
 
 func (w *endpointWorld) post(t *testing.T, job, token, body string) (int, metav1.Status, http.Header) {
 	t.Helper()
-	path, err := progressendpoint.StatusPath("batch", w.ns, job)
+	code, st, h, err := w.postCtx(t.Context(), job, token, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url+path, strings.NewReader(body))
+	return code, st, h
+}
+
+// postCtx is post for any goroutine: errors are returned.
+func (w *endpointWorld) postCtx(ctx context.Context, job, token, body string) (int, metav1.Status, http.Header, error) {
+	var st metav1.Status
+	path, err := progressendpoint.StatusPath("batch", w.ns, job)
 	if err != nil {
-		t.Fatal(err)
+		return 0, st, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url+path, strings.NewReader(body))
+	if err != nil {
+		return 0, st, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
@@ -226,17 +247,16 @@ func (w *endpointWorld) post(t *testing.T, job, token, body string) (int, metav1
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		return 0, st, nil, fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var st metav1.Status
 	if resp.StatusCode != http.StatusOK {
 		if err := json.Unmarshal(b, &st); err != nil || st.Message == "" {
-			t.Fatalf("POST %s: refusal %d without a readable reason: %s", path, resp.StatusCode, b)
+			return 0, st, nil, fmt.Errorf("POST %s: refusal %d without a readable reason: %s", path, resp.StatusCode, b)
 		}
 	}
-	return resp.StatusCode, st, resp.Header
+	return resp.StatusCode, st, resp.Header, nil
 }
 
 const e2eReport = `{"trainerStatus":{"progressPercentage":30,"estimatedRemainingSeconds":600,` +
