@@ -102,14 +102,7 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
 		t.Fatalf("job-a's Workload boost not -100: %v (annotations %v)", err, wlA.Annotations)
 	}
 	boosted := time.Now()
-	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadEvicted(wlA) }); err != nil {
-		t.Fatalf("job-a's Workload not evicted: %v; conditions %+v", err, wlA.Status.Conditions)
-	}
-	evicted := time.Now()
-	if _, err := env.WaitFor(ctx, wlB, bound, func() bool { return framework.WorkloadAdmitted(wlB) }); err != nil {
-		t.Fatalf("job-b's Workload not admitted: %v; conditions %+v", err, wlB.Status.Conditions)
-	}
-	admitted := time.Now()
+	evicted, admitted := waitYield(ctx, t, env, wlA, wlB)
 	t.Logf("plateau detectable → boost written %v → job-a evicted %v → job-b admitted %v; plateau detectable → job-b admitted: %v",
 		boosted.Sub(detectable).Round(time.Millisecond), evicted.Sub(boosted).Round(time.Millisecond),
 		admitted.Sub(evicted).Round(time.Millisecond), admitted.Sub(detectable).Round(time.Millisecond))

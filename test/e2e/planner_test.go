@@ -271,14 +271,7 @@ func TestPlannerPlateauedJobYields(t *testing.T) {
 	if !kueueext.PlannerOwnsBoost(wlA.ManagedFields) {
 		t.Errorf("the boost on %s is not owned by field manager %s: %v", wlA.Name, kueueext.FieldManager, kueueext.BoostOwners(wlA.ManagedFields))
 	}
-	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadEvicted(wlA) }); err != nil {
-		t.Fatalf("job-a's Workload not evicted: %v; conditions %+v", err, wlA.Status.Conditions)
-	}
-	evicted := time.Now()
-	if _, err := env.WaitFor(ctx, wlB, bound, func() bool { return framework.WorkloadAdmitted(wlB) }); err != nil {
-		t.Fatalf("job-b's Workload not admitted: %v; conditions %+v", err, wlB.Status.Conditions)
-	}
-	admitted := time.Now()
+	evicted, admitted := waitYield(ctx, t, env, wlA, wlB)
 	if _, err := env.WaitFor(ctx, b, bound, func() bool { return !framework.TrainJobSuspended(b) }); err != nil {
 		t.Fatalf("job-b admitted but not unsuspended: %v", err)
 	}
@@ -334,6 +327,21 @@ func TestPlannerPlateauedJobYields(t *testing.T) {
 	if evs := plannerEvents(ctx, t, c, a.Namespace, "TrainJob", a.Name); hasReason(evs, kueueext.ReasonAdviseOnly) {
 		t.Errorf("the planner went advise-only on its own annotation:%s", describeEvents(evs))
 	}
+}
+
+// waitYield waits for job-a's Workload to be evicted and then job-b's to
+// be admitted in its place (scenario 1's yield), and says when each was
+// seen.
+func waitYield(ctx context.Context, t *testing.T, env *framework.Env, wlA, wlB *kueue.Workload) (evicted, admitted time.Time) {
+	t.Helper()
+	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadEvicted(wlA) }); err != nil {
+		t.Fatalf("job-a's Workload not evicted: %v; conditions %+v", err, wlA.Status.Conditions)
+	}
+	evicted = time.Now()
+	if _, err := env.WaitFor(ctx, wlB, bound, func() bool { return framework.WorkloadAdmitted(wlB) }); err != nil {
+		t.Fatalf("job-b's Workload not admitted: %v; conditions %+v", err, wlB.Status.Conditions)
+	}
+	return evicted, time.Now()
 }
 
 // Scenario 3: a healthy job is left alone: no boost, no Event spam, the
