@@ -25,7 +25,7 @@ func newExplainCmd() *cobra.Command {
 	var fl explainFlags
 	cmd := &cobra.Command{
 		Use:   "explain [NAMESPACE/]NAME",
-		Short: "Explain why a TrainJob (or Workload) is waiting, running or was preempted",
+		Short: "Explain why a job (or Workload) is waiting, running or was preempted",
 		Long: `Explain answers "why is my job waiting / why was it preempted" from the
 live cluster: the job's Kueue Workload and ClusterQueue, its position among
 the waiting Workloads (effective priority, then creation time, as Kueue
@@ -39,9 +39,11 @@ the cluster forward (--admission-runs futures, the scenario
 forecast ETA and its interval, borrowing, preemption, the planner's
 yields) and says what freed the GPUs.
 
-NAME is a TrainJob (its Workload is the one the controller acts on: the
-unfinished one it controls; while Kueue holds several, explain names them
-and explains none) or a Workload. Read-only. docs/report.md has the details.`,
+NAME is a job: a TrainJob, or a job of another kind the planner tracks
+(batch/v1 Job, JobSet), found through its ProgressForecast of the same
+name. Its Workload is the one the controller acts on: the unfinished one it
+controls; while Kueue holds several, explain names them and explains none.
+NAME may also be a Workload. Read-only. docs/report.md has the details.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, args[0], &fl) },
 	}

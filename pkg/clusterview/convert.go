@@ -56,10 +56,11 @@ func QuotaGPUs(cq *kueue.ClusterQueue, gpu corev1.ResourceName) int {
 	return n
 }
 
-// trainJobOf is the name of the TrainJob wl belongs to (workloads.JobOf;
-// "" when it is not a TrainJob's).
-func trainJobOf(wl *kueue.Workload) string {
-	if job, ok := workloads.JobOf(wl); ok && job.IsKind(trainer.GroupVersion.Group, trainer.TrainJobKind) {
+// jobOf is the name of the job wl belongs to (workloads.JobOf: a
+// TrainJob, batch/v1 Job, JobSet or any other kind Kueue runs; "" when
+// none).
+func jobOf(wl *kueue.Workload) string {
+	if job, ok := workloads.JobOf(wl); ok {
 		return job.Name
 	}
 	return ""
@@ -133,7 +134,7 @@ func (s *Snapshot) lqMap() map[string]string {
 // view turns a Workload into the explain/report view.
 func (s *Snapshot) view(wl *kueue.Workload, lqs map[string]string, gpu corev1.ResourceName) report.WorkloadView {
 	f := kueueext.ReadWorkload(wl, gpu)
-	v := report.WorkloadView{Namespace: wl.Namespace, Name: wl.Name, Job: trainJobOf(wl), LocalQueue: f.QueueName,
+	v := report.WorkloadView{Namespace: wl.Namespace, Name: wl.Name, Job: jobOf(wl), LocalQueue: f.QueueName,
 		ClusterQueue: f.ClusterQueue, GPUs: f.GPUs, BasePriority: f.BasePriority, Boost: f.Boost, CreatedAt: wl.CreationTimestamp.Time}
 	if v.ClusterQueue == "" {
 		v.ClusterQueue = lqs[wl.Namespace+"/"+f.QueueName]
@@ -267,21 +268,26 @@ func (s *Snapshot) ExplainInput(ns, name string, jobUID types.UID, o Options) (r
 }
 
 // explainTarget is what `planner explain ns/name` explains: the Workload of
-// the TrainJob ns/name by workloads.For, the rule the controller applies
-// (the TrainJob's UID is jobUID, else its ProgressForecast's owner's, else
-// unknown and the Workloads are matched by name), else the Workload named
-// name. pf is the job's ProgressForecast, or the Workload's (nil when
-// none). Several unfinished Workloads of the job are an error that names
-// them: the controller waits for Kueue to settle, and explain does not pick
-// one the controller does not.
+// the job ns/name by workloads.For, the rule the controller applies, else
+// the Workload named name. The job is the TrainJob ns/name when one exists
+// (its UID is jobUID); otherwise the job of any kind the ProgressForecast
+// ns/name records (the controller names a job's forecast after it; its UID
+// from there, else unknown and the Workloads are matched by name). pf is
+// the job's ProgressForecast, or the Workload's (nil when none). Several
+// unfinished Workloads of the job are an error that names them: the
+// controller waits for Kueue to settle, and explain does not pick one the
+// controller does not.
 func (s *Snapshot) explainTarget(ns, name string, jobUID types.UID) (target *kueue.Workload, pf *v1alpha1.ProgressForecast, err error) {
 	job := trainJob(ns, name, jobUID)
 	for i := range s.Forecasts {
 		f := &s.Forecasts[i]
-		if f.Namespace == ns && f.Name == name && workloads.Same(forecastJob(f), job) {
+		if f.Namespace != ns || f.Name != name {
+			continue
+		}
+		if fj := forecastJob(f); jobUID == "" || workloads.Same(fj, job) {
 			pf = f
-			if job.UID == "" {
-				job.UID = forecastJob(f).UID
+			if jobUID == "" {
+				job = fj
 			}
 		}
 	}

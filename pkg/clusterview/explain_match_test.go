@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -109,5 +110,45 @@ func TestExplainPicksTheControllersWorkload(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// `planner explain ns/name` of a job of another kind (a batch/v1 Job, no
+// TrainJob of that name): the job comes from its ProgressForecast
+// (spec.jobRef and owner), and explain names the Workload the controller
+// acts on for it; a Workload of a same-named TrainJob is not the Job's.
+func TestExplainAJobOfAnotherKind(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "sweep", UID: "j1"}}
+	owned := func(name, apiVersion, kind string, uid types.UID) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, CreationTimestamp: metav1.NewTime(t0),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "sweep", UID: uid, Controller: ptr.To(true)}},
+			Labels:          map[string]string{workloads.LabelJobUID: string(uid)}},
+			Spec: kueue.WorkloadSpec{QueueName: "lq"}}
+	}
+	pf := &v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "sweep",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "sweep", UID: "j1", Controller: ptr.To(true)}}},
+		Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "batch/v1", Kind: "Job", Name: "sweep", UID: "j1"}}}
+	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(pf,
+		owned("job-sweep-x", "batch/v1", "Job", "j1"),
+		owned("trainjob-sweep-y", trainer.GroupVersion.String(), trainer.TrainJobKind, "t1")).Build()
+	ctx := context.Background()
+	m, err := jobframework.FindWorkload(ctx, c, jobframework.RefOf(jobframework.BatchJob{}, job))
+	if err != nil || m.Workload == nil || m.Workload.Name != "job-sweep-x" {
+		t.Fatalf("controller's lookup: %+v, %v", m, err)
+	}
+	snap, err := Read(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := snap.ExplainInput("team", "sweep", "", Options{Now: t0})
+	if err != nil || in.Target.Name != "job-sweep-x" || !in.Planner.Found {
+		t.Fatalf("explain: target %q, forecast found %v, err %v; want the Job's Workload job-sweep-x", in.Target.Name, in.Planner.Found, err)
+	}
+	// A TrainJob named sweep exists (explain read its UID): its Workload,
+	// not the Job's, and not the Job's forecast.
+	in, err = snap.ExplainInput("team", "sweep", "t1", Options{Now: t0})
+	if err != nil || in.Target.Name != "trainjob-sweep-y" || in.Planner.Found {
+		t.Fatalf("explain with the TrainJob's UID: target %q, forecast found %v, err %v", in.Target.Name, in.Planner.Found, err)
 	}
 }
