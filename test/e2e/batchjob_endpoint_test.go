@@ -22,6 +22,7 @@ import (
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
+	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -106,6 +107,16 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
 	t.Logf("plateau detectable → boost written %v → job-a evicted %v → job-b admitted %v; plateau detectable → job-b admitted: %v",
 		boosted.Sub(detectable).Round(time.Millisecond), evicted.Sub(boosted).Round(time.Millisecond),
 		admitted.Sub(evicted).Round(time.Millisecond), admitted.Sub(detectable).Round(time.Millisecond))
+	// `planner explain` (the built binary) names the Workload the
+	// controller acted on for the Job, and its verdict.
+	var e report.Explanation
+	out := runCLI(ctx, t, plannerBinary(t), "explain", ns+"/"+a.Name, "--kubeconfig", writeKubeconfig(t, env.Config), "-o", "json")
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("explain -o json: %v\n%s", err, out)
+	}
+	if e.Workload != ns+"/"+wlA.Name || e.Verdict != string(preempt.Plateaued) {
+		t.Errorf("explain %s/%s: Workload %q verdict %q; the controller acted on %q (Plateaued)", ns, a.Name, e.Workload, e.Verdict, wlA.Name)
+	}
 	cancel()
 	if err := <-posted; err != nil && ctx.Err() == nil {
 		t.Errorf("posting reports: %v", err)
