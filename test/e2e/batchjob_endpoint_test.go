@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/jobframework"
@@ -26,16 +28,83 @@ import (
 	"github.com/progress-planner/planner/test/framework"
 )
 
-// TestBatchJobYieldsThroughEndpoint is scenario 1 for a Kueue-managed
-// batch/v1 Job whose progress arrives through the planner's HTTPS progress
-// endpoint, wired as `planner run` wires it (progressendpoint.ToSource of
-// the controllers' jobframework.MemorySource): the reporter posts what the
-// Kubeflow SDK and the Hugging Face callback post (the Trainer's path
-// shape, a bearer token bound to the job's pod with the planner's
-// audience, `{"trainerStatus": …}`), over TLS from the planner's own CA.
-// The Job plateaus, its Workload's boost goes to -100, and a waiting Job
-// of the same priority is admitted in its place.
-func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
+// endpointKind is a kind of job whose reports arrive through the
+// endpoint in the yield tests: its adapter, the API group of its status
+// path, a queued job of it asking for gpus GPUs, and the pod that runs it
+// (no controller runs here: the pod, and any Job between it and the job,
+// are created as the kind's controller would).
+type endpointKind struct {
+	adapter jobframework.Adapter
+	group   string
+	newJob  func(ns, name, queue string, gpus int64) client.Object
+	podOf   func(t *testing.T, c client.Client, job client.Object) *corev1.Pod
+}
+
+var (
+	batchJobKind = endpointKind{
+		adapter: jobframework.BatchJob{}, group: "batch",
+		newJob: func(ns, name, queue string, gpus int64) client.Object { return gpuJob(ns, name, queue, gpus) },
+		podOf: func(t *testing.T, c client.Client, job client.Object) *corev1.Pod {
+			return reporterPod(t, c, job, "batch/v1", "Job")
+		},
+	}
+	jobSetKind = endpointKind{
+		adapter: jobframework.JobSet{}, group: jobsetapi.GroupVersion.Group,
+		newJob: gpuJobSet,
+		podOf: func(t *testing.T, c client.Client, js client.Object) *corev1.Pod {
+			// The JobSet controller's child Job, then its pod: the owner
+			// chain pod → Job → JobSet the endpoint follows.
+			child := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: js.GetNamespace(), Name: js.GetName() + "-train-0",
+				Labels: map[string]string{jobsetapi.JobSetNameKey: js.GetName()},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: jobsetapi.GroupVersion.String(), Kind: "JobSet",
+					Name: js.GetName(), UID: js.GetUID(), Controller: ptr.To(true)}}},
+				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}}}
+			mustCreate(t, c, child)
+			return reporterPod(t, c, child, "batch/v1", "Job")
+		},
+	}
+)
+
+// reporterPod creates the pod owner (of kind apiVersion/kind) runs, run by
+// the reporter ServiceAccount.
+func reporterPod(t *testing.T, c client.Client, owner client.Object, apiVersion, kind string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: owner.GetName() + "-0", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}},
+		Spec: reporterPodSpec(),
+	}
+	mustCreate(t, c, pod)
+	return pod
+}
+
+// gpuJobSet is a JobSet of one Job of one pod asking for gpus GPUs, queued
+// in LocalQueue queue.
+func gpuJobSet(ns, name, queue string, gpus int64) client.Object {
+	job := gpuJob(ns, "", queue, gpus)
+	return &jobsetapi.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
+		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{{Name: "train", Replicas: 1,
+			Template: batchv1.JobTemplateSpec{Spec: job.Spec}}}},
+	}
+}
+
+// TestBatchJobYieldsThroughEndpoint and TestJobSetYieldsThroughEndpoint
+// are scenario 1 for a Kueue-managed batch/v1 Job and JobSet whose progress
+// arrives through the planner's HTTPS progress endpoint, wired as
+// `planner run` wires it (progressendpoint.ToSource of the controllers'
+// jobframework.MemorySource): the reporter posts what the Kubeflow SDK and
+// the Hugging Face callback post (the Trainer's path shape, a bearer token
+// bound to the job's pod with the planner's audience, `{"trainerStatus":
+// …}`), over TLS from the planner's own CA. The job plateaus, its
+// Workload's boost goes to -100, a waiting job of the same kind and
+// priority is admitted in its place, and the built `planner explain` names
+// the Workload the controller acted on.
+func TestBatchJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, batchJobKind) }
+
+func TestJobSetYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, jobSetKind) }
+
+func yieldThroughEndpoint(t *testing.T, k endpointKind) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.Start(t, framework.Options{ExtraCRDPaths: []string{crdDir},
@@ -48,26 +117,18 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreate(t, env.Client, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reporter"}})
-	kind := jobframework.BatchJob{}
 
-	// job-a runs (no kubelet: its pod is created as the Job controller
-	// would, run by the reporter ServiceAccount); job-b waits for its GPUs.
-	a := gpuJob(ns, "job-a", queue, 8)
-	a.Spec.Template.Spec.ServiceAccountName = "reporter"
+	// job-a runs; job-b waits for its GPUs.
+	a := k.newJob(ns, "job-a", queue, 8)
 	mustCreate(t, env.Client, a)
-	wlA := waitJobWorkload(ctx, t, env, jobframework.RefOf(kind, a))
+	wlA := waitJobWorkload(ctx, t, env, jobframework.RefOf(k.adapter, a))
 	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadAdmitted(wlA) }); err != nil {
 		t.Fatalf("job-a's Workload not admitted: %v; conditions %+v", err, wlA.Status.Conditions)
 	}
-	podA := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job-a-0", OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "batch/v1", Kind: "Job", Name: a.Name, UID: a.UID, Controller: ptr.To(true)}}},
-		Spec: reporterPodSpec(),
-	}
-	mustCreate(t, env.Client, podA)
-	b := gpuJob(ns, "job-b", queue, 8)
+	podA := k.podOf(t, env.Client, a)
+	b := k.newJob(ns, "job-b", queue, 8)
 	mustCreate(t, env.Client, b)
-	wlB := waitJobWorkload(ctx, t, env, jobframework.RefOf(kind, b))
+	wlB := waitJobWorkload(ctx, t, env, jobframework.RefOf(k.adapter, b))
 	if err := env.HoldsFor(ctx, wlB, 2*time.Second, func() bool { return !framework.WorkloadQuotaReserved(wlB) }); err != nil {
 		t.Fatalf("job-b was admitted beside job-a: %v", err)
 	}
@@ -79,25 +140,27 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &endpointWorld{env: env, cs: cs, ns: ns, pods: map[string]*corev1.Pod{a.Name: podA}, to: progressendpoint.ToSource(src)}
+	w := &endpointWorld{env: env, cs: cs, ns: ns, group: k.group, pods: map[string]*corev1.Pod{a.GetName(): podA}, to: progressendpoint.ToSource(src)}
 	// Reports come 50× faster than recorded (every 0.2 s): the per-job
 	// limit is raised to match; the default (1/s, burst 20) is tested in
 	// TestProgressEndpointRateLimitPerJob.
 	w.serve(t, ctx, progressendpoint.RateLimit{QPS: 20, Burst: 20})
-	token := w.token(t, a.Name, progressendpoint.DefaultAudience)
+	token := w.token(t, a.GetName(), progressendpoint.DefaultAudience)
 
 	replayStart := time.Now()
 	posted := make(chan error, 1)
 	reports := prefix(history(t, "synth__early-plateau").Reports, 0.9)
-	go func() { posted <- postReports(ctx, w, a.Name, token, reports, replaySpeed) }()
+	postCtx, stopPosting := context.WithCancel(ctx)
+	defer stopPosting()
+	go func() { posted <- postReports(postCtx, w, a.GetName(), token, reports, replaySpeed) }()
 	pf := waitPF(ctx, t, c, a, plannerBound, "verdict Plateaued", func(pf *v1alpha1.ProgressForecast) bool {
 		return pf.Status.Verdict == string(preempt.Plateaued)
 	})
-	if r := pf.Spec.JobRef; r.Kind != "Job" || r.UID != a.UID {
+	if r := pf.Spec.JobRef; r.Kind != k.adapter.GVK().Kind || r.UID != a.GetUID() {
 		t.Errorf("spec.jobRef %+v", r)
 	}
 	detectable := time.Unix(0, int64(decisionOf(t, pf).VerdictSince*1e9))
-	t.Logf("job-a: Plateaued %v into the replay (%d observations, all through the endpoint): %s",
+	t.Logf("%s job-a: Plateaued %v into the replay (%d observations, all through the endpoint): %s", k.adapter.GVK().Kind,
 		detectable.Sub(replayStart).Round(time.Millisecond), pf.Status.Observations, pf.Status.Reason)
 	if _, err := env.WaitFor(ctx, wlA, framework.DefaultWait, func() bool { v, _ := boostOf(wlA); return v == "-100" }); err != nil {
 		t.Fatalf("job-a's Workload boost not -100: %v (annotations %v)", err, wlA.Annotations)
@@ -107,23 +170,21 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) {
 	t.Logf("plateau detectable → boost written %v → job-a evicted %v → job-b admitted %v; plateau detectable → job-b admitted: %v",
 		boosted.Sub(detectable).Round(time.Millisecond), evicted.Sub(boosted).Round(time.Millisecond),
 		admitted.Sub(evicted).Round(time.Millisecond), admitted.Sub(detectable).Round(time.Millisecond))
+	stopPosting()
+	if err := <-posted; err != nil {
+		t.Errorf("posting reports: %v", err)
+	}
 	// `planner explain` (the built binary) names the Workload the
-	// controller acted on for the Job, and its verdict.
+	// controller acted on for the job, and its latest verdict (the job
+	// kept reporting after the plateau: by now it may be NearDone).
+	pf = waitPF(ctx, t, c, a, bound, "a verdict", func(*v1alpha1.ProgressForecast) bool { return true })
 	var e report.Explanation
-	out := runCLI(ctx, t, plannerBinary(t), "explain", ns+"/"+a.Name, "--kubeconfig", writeKubeconfig(t, env.Config), "-o", "json")
+	out := runCLI(ctx, t, plannerBinary(t), "explain", ns+"/"+a.GetName(), "--kubeconfig", writeKubeconfig(t, env.Config), "-o", "json")
 	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatalf("explain -o json: %v\n%s", err, out)
 	}
-	if e.Workload != ns+"/"+wlA.Name || e.Verdict != string(preempt.Plateaued) {
-		t.Errorf("explain %s/%s: Workload %q verdict %q; the controller acted on %q (Plateaued)", ns, a.Name, e.Workload, e.Verdict, wlA.Name)
-	}
-	cancel()
-	if err := <-posted; err != nil && ctx.Err() == nil {
-		t.Errorf("posting reports: %v", err)
-	}
-	var got v1alpha1.ProgressForecast
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(a), &got); err == nil && got.Status.Rejections != nil {
-		t.Logf("rejections in job-a's history: %v", got.Status.Rejections)
+	if e.Workload != ns+"/"+wlA.Name || e.Verdict != pf.Status.Verdict {
+		t.Errorf("explain %s/%s: Workload %q verdict %q; the controller acted on %q, verdict %q", ns, a.GetName(), e.Workload, e.Verdict, wlA.Name, pf.Status.Verdict)
 	}
 }
 

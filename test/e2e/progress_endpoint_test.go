@@ -72,12 +72,14 @@ func (s *e2eSink) reports(name string) int {
 // (owned by its Job, run by ServiceAccount reporter), and the endpoint
 // served over TLS with its managed CA.
 type endpointWorld struct {
-	env  *framework.Env
-	cs   *kubernetes.Clientset
-	ns   string
-	jobs map[string]*batchv1.Job
-	pods map[string]*corev1.Pod
-	sink *e2eSink
+	env *framework.Env
+	cs  *kubernetes.Clientset
+	ns  string
+	// group is the API group of the jobs' status path ("": batch).
+	group string
+	jobs  map[string]*batchv1.Job
+	pods  map[string]*corev1.Pod
+	sink  *e2eSink
 	// to, when set, receives the accepted reports instead of sink (the
 	// planner's report source, as `planner run` wires it).
 	to     progressendpoint.Sink
@@ -233,7 +235,11 @@ func (w *endpointWorld) post(t *testing.T, job, token, body string) (int, metav1
 // postCtx is post for any goroutine: errors are returned.
 func (w *endpointWorld) postCtx(ctx context.Context, job, token, body string) (int, metav1.Status, http.Header, error) {
 	var st metav1.Status
-	path, err := progressendpoint.StatusPath("batch", w.ns, job)
+	group := w.group
+	if group == "" {
+		group = "batch"
+	}
+	path, err := progressendpoint.StatusPath(group, w.ns, job)
 	if err != nil {
 		return 0, st, nil, err
 	}
