@@ -6,12 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -376,11 +381,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	// it judges the job Hung and sets -100, and lifts it to 0 once reports
 	// arrive again (docs/testing.md, Fault tests). The sequence is logged.
 	s.afterFault(ctx, t, rest, faultEnd, before, false)
-	for _, ev := range plannerEvents(ctx, t, s.c, s.tj.Namespace, "TrainJob", s.tj.Name) {
-		if ev.Reason == kueueext.ReasonBoostChanged {
-			t.Logf("boost Event %s: %s", ev.CreationTimestamp.Format("15:04:05"), ev.Note)
-		}
-	}
+	logBoostEvents(ctx, t, s.c, s.tj)
 	t.Logf("planner reconcile errors (process-wide counter): %v before the outage, %v at the end; manager exits: 0", errs0, reconcileErrors())
 }
 
@@ -414,4 +415,269 @@ func TestFaultEtcdFreeze(t *testing.T) {
 	t.Logf("a read succeeded %v after SIGCONT", ready.Round(time.Millisecond))
 	s.afterFault(ctx, t, rest, faultEnd, before, true)
 	t.Logf("planner reconcile errors (process-wide counter): %v before the freeze, %v at the end; manager exits: 0", errs0, reconcileErrors())
+}
+
+// leaderConfig is testConfig as a PlannerConfiguration file, with leader
+// election on and short lease settings.
+const leaderConfig = `apiVersion: planner.progress.io/v1alpha1
+kind: PlannerConfiguration
+leaderElection:
+  enabled: true
+  namespace: default
+  leaseName: planner-faults
+  leaseDuration: 6s
+  renewDeadline: 4s
+  retryPeriod: 1s
+metrics:
+  bindAddress: "0"
+health:
+  bindAddress: "0"
+crdCheckInterval: 1s
+forecast:
+  minInterval: 1s
+  urgentMinInterval: 200ms
+  idleInterval: 5s
+policy:
+  evidence:
+    minAge: 0s
+  stability:
+    minDwell: 0s
+`
+
+const leaderLeaseDuration = 6 * time.Second
+
+// replica is a `planner run` subprocess.
+type replica struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *replica {
+	t.Helper()
+	r := &replica{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	f, err := os.Create(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig, "--log-format", "text")
+	r.cmd.Stdout, r.cmd.Stderr = f, f
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	go func() { _ = r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.exited:
+		default:
+			_ = r.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-r.exited:
+			case <-time.After(30 * time.Second):
+				_ = r.cmd.Process.Kill()
+				<-r.exited
+			}
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(r.log)
+			lines := strings.Split(string(b), "\n")
+			if len(lines) > 40 {
+				lines = lines[len(lines)-40:]
+			}
+			t.Logf("last lines of %s (%s):\n%s", name, r.log, strings.Join(lines, "\n"))
+		}
+	})
+	return r
+}
+
+// acquired says whether the replica's log says it acquired the lease.
+func (r *replica) acquired() bool {
+	b, _ := os.ReadFile(r.log)
+	return strings.Contains(strings.ToLower(string(b)), "successfully acquired lease")
+}
+
+func (r *replica) running() bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// TestFaultLeaderKilled: two `planner run` replicas with leader election
+// (lease 6 s, renew deadline 4 s, retry 1 s); the leader is killed with
+// SIGKILL while the job reports. The other takes over within the lease
+// duration + 5 s, the stored history survives (restored by the new
+// leader: HistoryValid True), reports after the takeover are folded in,
+// and the boost on the Workload does not flap.
+func TestFaultLeaderKilled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin := plannerBinary(t)
+	env := plannerEnv(t)
+	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
+	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "planner.yaml")
+	if err := os.WriteFile(config, []byte(leaderConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := writeKubeconfig(t, env.Config)
+	replicas := []*replica{
+		startReplica(t, bin, dir, "replica-1", config, kubeconfig),
+		startReplica(t, bin, dir, "replica-2", config, kubeconfig),
+	}
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: "default", Name: "planner-faults"}
+	var leader, follower *replica
+	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var holders []*replica
+		for _, r := range replicas {
+			if !r.running() {
+				return false, fmt.Errorf("%s exited: %v", r.name, r.cmd.ProcessState)
+			}
+			if r.acquired() {
+				holders = append(holders, r)
+			}
+		}
+		if len(holders) > 1 {
+			return false, errors.New("both replicas say they acquired the lease")
+		}
+		if len(holders) == 0 || c.Get(ctx, leaseKey, lease) != nil {
+			return false, nil
+		}
+		leader = holders[0]
+		follower = replicas[0]
+		if follower == leader {
+			follower = replicas[1]
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("no leader: %v", err)
+	}
+	holder0 := ptrString(lease.Spec.HolderIdentity)
+	t.Logf("leader %s (pid %d, lease holder %s), follower %s (pid %d)", leader.name, leader.cmd.Process.Pid, holder0,
+		follower.name, follower.cmd.Process.Pid)
+
+	all := history(t, "synth__early-plateau").Reports
+	cut1, cut2 := int(float64(len(all))*0.4), int(float64(len(all))*0.86)
+	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
+		t.Fatalf("replay before the kill: %v", err)
+	}
+	waitPF(ctx, t, c, tj, plannerBound, "reports before the kill folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Observations >= int64(cut1*3/4) && pf.Status.Decision != nil
+	})
+	mon := startPFMonitor(ctx, t, env.Config, tj, wl)
+	time.Sleep(1500 * time.Millisecond)
+	before := snapshotPF(ctx, t, c, tj)
+	nBefore, err := storedPoints(before)
+	if err != nil {
+		t.Fatalf("stored history before the kill does not decode: %v", err)
+	}
+	t.Logf("before the kill: %d observations, %d stored points, revision %d, verdict %s",
+		before.Status.Observations, nBefore, before.Status.Revision, before.Status.Verdict)
+
+	// The rest of the history is written while the leader dies: reports
+	// written while no leader runs reach the new leader coalesced.
+	rest := replay(ctx, t, c, tj, all[cut1:cut2])
+	time.Sleep(2 * time.Second)
+	killAt := time.Now()
+	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-leader.exited
+	var takeover time.Duration
+	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if !follower.running() {
+			return false, fmt.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+		}
+		if !follower.acquired() {
+			return false, nil
+		}
+		takeover = time.Since(killAt)
+		return true, nil
+	}); err != nil {
+		t.Fatalf("%s did not take over: %v", follower.name, err)
+	}
+	if err := c.Get(ctx, leaseKey, lease); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s took over %v after the leader's SIGKILL (lease duration %v; bound %v); lease holder %s → %s, transitions %d",
+		follower.name, takeover.Round(time.Millisecond), leaderLeaseDuration, leaderLeaseDuration+5*time.Second,
+		holder0, ptrString(lease.Spec.HolderIdentity), ptrInt32(lease.Spec.LeaseTransitions))
+	if takeover > leaderLeaseDuration+5*time.Second {
+		t.Errorf("takeover took %v, more than the lease duration + 5 s", takeover)
+	}
+	if ptrString(lease.Spec.HolderIdentity) == holder0 {
+		t.Errorf("lease holder still %s", holder0)
+	}
+	if err := <-rest; err != nil {
+		t.Fatalf("replay across the kill: %v", err)
+	}
+	// The next report after the takeover is folded in.
+	pf := waitPF(ctx, t, c, tj, plannerBound, "reports after the takeover folded in and decided on", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Decision != nil && pf.Status.Observations > before.Status.Observations &&
+			decisionOf(t, pf).At > float64(killAt.Add(takeover).UnixNano())/1e9
+	})
+	if _, err := env.WaitFor(ctx, wl, plannerBound, func() bool { n, ok := boostValue(wl); return ok && n == -100 }); err != nil {
+		t.Errorf("job-a's boost not -100 after the takeover: %v (annotations %v)", err, wl.Annotations)
+	}
+	pf = snapshotPF(ctx, t, c, tj)
+	nAfter, err := storedPoints(pf)
+	if err != nil {
+		t.Errorf("stored history after the takeover does not decode: %v", err)
+	}
+	t.Logf("after the takeover: %d observations (was %d), %d stored points (was %d), revision %d (was %d), verdict %s, boost %d",
+		pf.Status.Observations, before.Status.Observations, nAfter, nBefore, pf.Status.Revision, before.Status.Revision, pf.Status.Verdict, pf.Status.Boost)
+	// The new leader restored the stored history when it started its
+	// controller.
+	if hc := apimeta.FindStatusCondition(pf.Status.Conditions, v1alpha1.ConditionHistoryValid); hc == nil || hc.Status != metav1.ConditionTrue {
+		t.Errorf("HistoryValid %+v after the takeover, want True (restored)", hc)
+	} else {
+		t.Logf("HistoryValid %s %s: %s", hc.Status, hc.Reason, hc.Message)
+	}
+	if nAfter <= nBefore {
+		t.Errorf("stored history has %d points after the takeover, %d before", nAfter, nBefore)
+	}
+	if evs := plannerEvents(ctx, t, c, tj.Namespace, "TrainJob", tj.Name); hasReason(evs, kueueext.ReasonHistoryReset) {
+		t.Errorf("history reset across the takeover:%s", describeEvents(evs))
+	}
+	logBoostEvents(ctx, t, c, tj)
+	mon.check(t, true)
+	mon.mu.Lock()
+	t.Logf("boost annotation changes on the Workload: %d (values %q)", len(mon.boosts)-1, mon.boosts)
+	mon.mu.Unlock()
+	if !follower.running() {
+		t.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+	}
+}
+
+// logBoostEvents logs the planner's boost Events on the TrainJob.
+func logBoostEvents(ctx context.Context, t *testing.T, c client.Client, tj *kftrainer.TrainJob) {
+	t.Helper()
+	for _, ev := range plannerEvents(ctx, t, c, tj.Namespace, "TrainJob", tj.Name) {
+		if ev.Reason == kueueext.ReasonBoostChanged {
+			t.Logf("boost Event %s: %s", ev.CreationTimestamp.Format("15:04:05"), ev.Note)
+		}
+	}
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func ptrInt32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
