@@ -27,6 +27,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
+	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -118,6 +119,9 @@ func (s *faultScenario) afterFault(ctx context.Context, t *testing.T, rest []pro
 		d.At-float64(faultEnd.UnixNano())/1e9, folded.Sub(replayAt).Round(time.Millisecond))
 	if pf.Status.Revision <= before.Status.Revision {
 		t.Errorf("revision %d not above %d", pf.Status.Revision, before.Status.Revision)
+	}
+	if pf.Status.Verdict != string(preempt.Plateaued) {
+		t.Errorf("verdict %s after the fault, want %s", pf.Status.Verdict, preempt.Plateaued)
 	}
 	// The history ends plateaued before NearDone: the decision is the yield.
 	if _, err := s.env.WaitFor(ctx, s.wl, plannerBound, func() bool { n, ok := boostValue(s.wl); return ok && n == -100 }); err != nil {
@@ -566,7 +570,7 @@ func TestFaultLeaderKilled(t *testing.T) {
 		follower.name, follower.cmd.Process.Pid)
 
 	all := history(t, "synth__early-plateau").Reports
-	cut1, cut2 := int(float64(len(all))*0.4), int(float64(len(all))*0.86)
+	cut1, cut2, cut3 := int(float64(len(all))*0.4), int(float64(len(all))*0.55), int(float64(len(all))*0.86)
 	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
 		t.Fatalf("replay before the kill: %v", err)
 	}
@@ -583,7 +587,7 @@ func TestFaultLeaderKilled(t *testing.T) {
 	t.Logf("before the kill: %d observations, %d stored points, revision %d, verdict %s",
 		before.Status.Observations, nBefore, before.Status.Revision, before.Status.Verdict)
 
-	// The rest of the history is written while the leader dies: reports
+	// 40-55 % of the history is written while the leader dies: reports
 	// written while no leader runs reach the new leader coalesced.
 	rest := replay(ctx, t, c, tj, all[cut1:cut2])
 	time.Sleep(2 * time.Second)
@@ -620,13 +624,30 @@ func TestFaultLeaderKilled(t *testing.T) {
 	if err := <-rest; err != nil {
 		t.Fatalf("replay across the kill: %v", err)
 	}
-	// The next report after the takeover is folded in.
-	pf := waitPF(ctx, t, c, tj, plannerBound, "reports after the takeover folded in and decided on", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.Decision != nil && pf.Status.Observations > before.Status.Observations &&
-			decisionOf(t, pf).At > float64(killAt.Add(takeover).UnixNano())/1e9
+	// The next report after the takeover is folded in, then 55-86 %.
+	atTakeover := snapshotPF(ctx, t, c, tj)
+	firstAt := time.Now()
+	if err := <-replay(ctx, t, c, tj, all[cut2:cut2+1]); err != nil {
+		t.Fatalf("the first report after the takeover: %v", err)
+	}
+	first := waitPF(ctx, t, c, tj, plannerBound, "the first report after the takeover folded in", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Observations > atTakeover.Status.Observations
 	})
-	if _, err := env.WaitFor(ctx, wl, plannerBound, func() bool { n, ok := boostValue(wl); return ok && n == -100 }); err != nil {
+	t.Logf("when the replay across the kill ended: %d observations; the next report folded in %v after it was written (observations %d)",
+		atTakeover.Status.Observations, time.Since(firstAt).Round(time.Millisecond), first.Status.Observations)
+	replayAt := time.Now()
+	if err := <-replay(ctx, t, c, tj, all[cut2+1:cut3]); err != nil {
+		t.Fatalf("replay after the takeover: %v", err)
+	}
+	pf := waitPF(ctx, t, c, tj, plannerBound, "reports after the takeover folded in and decided on", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Decision != nil && pf.Status.Observations >= first.Status.Observations+int64(cut3-cut2-1)/2 &&
+			decisionOf(t, pf).At > float64(replayAt.UnixNano())/1e9
+	})
+	if waited, err := env.WaitFor(ctx, wl, plannerBound, func() bool { n, ok := boostValue(wl); return ok && n == -100 }); err != nil {
 		t.Errorf("job-a's boost not -100 after the takeover: %v (annotations %v)", err, wl.Annotations)
+	} else {
+		v, _ := boostOf(wl)
+		t.Logf("boost annotation %q on %s after waiting %v", v, wl.Name, waited.Round(time.Millisecond))
 	}
 	pf = snapshotPF(ctx, t, c, tj)
 	nAfter, err := storedPoints(pf)
@@ -635,6 +656,9 @@ func TestFaultLeaderKilled(t *testing.T) {
 	}
 	t.Logf("after the takeover: %d observations (was %d), %d stored points (was %d), revision %d (was %d), verdict %s, boost %d",
 		pf.Status.Observations, before.Status.Observations, nAfter, nBefore, pf.Status.Revision, before.Status.Revision, pf.Status.Verdict, pf.Status.Boost)
+	if pf.Status.Verdict != string(preempt.Plateaued) {
+		t.Errorf("verdict %s after the takeover, want %s", pf.Status.Verdict, preempt.Plateaued)
+	}
 	// The new leader restored the stored history when it started its
 	// controller.
 	if hc := apimeta.FindStatusCondition(pf.Status.Conditions, v1alpha1.ConditionHistoryValid); hc == nil || hc.Status != metav1.ConditionTrue {
