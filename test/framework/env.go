@@ -92,6 +92,9 @@ type Env struct {
 	logFile   *os.File
 	stopOnce  sync.Once
 	stopErr   error
+	// restartedAPIServer is the kube-apiserver RestartAPIServer started,
+	// which envtest does not know about.
+	restartedAPIServer *ownedProcess
 }
 
 // NewScheme returns a scheme with core Kubernetes, Kueue v1beta2, Trainer
@@ -267,6 +270,11 @@ func (e *Env) Stop() error {
 				}
 			case <-time.After(30 * time.Second):
 				errs = append(errs, errors.New("Kueue's manager did not stop within 30s"))
+			}
+		}
+		if p := e.restartedAPIServer; p != nil {
+			if err := p.stop(30 * time.Second); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if e.testEnv != nil {
