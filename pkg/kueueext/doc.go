@@ -20,6 +20,7 @@
 //	workload.go           listing the Workload (pkg/workloads chooses), facts, boost ownership, actuation
 //	schedule.go           the per-job forecast rate limit
 //	arrivals.go           when the watch delivered each status change (decision latency)
+//	contact.go            whether the planner itself sees the cluster (its blindness is not a job's silence)
 //	clock.go, text.go     clamping other components' times; printable annotation text
 //	summary.go            history-file to Trainer status conversion, ForecastSummary
 //	metrics.go            Prometheus collectors (planner_*)

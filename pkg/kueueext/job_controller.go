@@ -107,6 +107,9 @@ type JobReconciler struct {
 	kueueReady atomic.Bool
 	caps       *kueueCaps
 	arrivals   *arrivals
+	// contact: whether the planner itself sees the cluster (shared by the
+	// kinds' reconcilers).
+	contact    *contact
 	kueueClock kueueClock
 	table      *jobTable
 }
@@ -181,6 +184,7 @@ func newJobReconciler(kind jobframework.Adapter, reports jobframework.ReportSour
 		caps:     newKueueCaps(c),
 		table:    newJobTable(),
 		arrivals: newArrivals(clk, kind),
+		contact:  newContact(clk),
 	}
 }
 
@@ -188,7 +192,7 @@ func newJobReconciler(kind jobframework.Adapter, reports jobframework.ReportSour
 // and Workload I/O (one planner, several kinds: the Workload cache indexes
 // are registered once).
 func (r *JobReconciler) shareWith(other *JobReconciler) {
-	r.table, r.caps, r.wl = other.table, other.caps, other.wl
+	r.table, r.caps, r.wl, r.contact = other.table, other.caps, other.wl, other.contact
 }
 
 // kindName is the kind for messages ("TrainJob", "Job", "JobSet").
@@ -204,6 +208,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req reconcile.Request) (c
 	result := "ok"
 	if err != nil {
 		result = "error"
+		r.contact.failed(err)
 	}
 	metricReconcileDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	return res, err
@@ -682,7 +687,8 @@ func (r *JobReconciler) objectiveCondition(job client.Object, st *jobState, c Ob
 // (duplicate Workloads).
 func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st *jobState, stopOptIn bool, now time.Time) (
 	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
-	facts = preempt.Facts{Namespace: job.GetNamespace(), StopOptIn: stopOptIn}
+	facts = preempt.Facts{Namespace: job.GetNamespace(), StopOptIn: stopOptIn,
+		WatchingSince: ptr.To(unixSeconds(r.contact.watchingSince(now)))}
 	if t := st.work.LastPlannerEvictionTime; t != nil {
 		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(notAfter(t.Time, now)))
 	}

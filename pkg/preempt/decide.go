@@ -21,6 +21,12 @@ type Facts struct {
 	// AdmittedAt is when the current admission began; nil when the job is
 	// not admitted (pending, evicted or deactivated).
 	AdmittedAt *float64 `json:"admittedAt,omitempty"`
+	// WatchingSince is since when the deciding controller has seen the
+	// cluster without interruption (its start, or when its watches
+	// resumed after it lost contact with the API server); nil when not
+	// tracked (offline runs). A job's silence before it is the
+	// controller's blindness, not the job's.
+	WatchingSince *float64 `json:"watchingSince,omitempty"`
 	// Evictions is the number of evictions so far (any cause).
 	Evictions int `json:"evictions"`
 	// LastPlannerEvictionAt is when the job was last evicted because of a

@@ -861,3 +861,28 @@ func TestHungCountsSilenceFromReadmission(t *testing.T) {
 	}
 	wantContains(t, d.Reason, "no progress for 40m")
 }
+
+// Silence is measured from when the controller last regained sight of the
+// cluster too: a job whose last report came before the controller lost
+// its watches (an API server outage) is not Hung for the time the
+// controller was blind, only once it stays silent past the threshold after
+// the controller sees again; while it is still blind (WatchingSince = now)
+// not at all.
+func TestHungCountsSilenceFromWatchingSince(t *testing.T) {
+	p := DefaultPolicy()
+	now := t0 + 20*3600
+	f := with(fcHung(now), func(f *forecast.Forecast) {
+		f.SinceProgress = 3600
+		f.HangAfter = fp(1800)
+	})
+	facts := running()
+	for _, c := range []struct {
+		since float64
+		hung  bool
+	}{{now, false}, {now - 1200, false}, {now - 2400, true}} {
+		facts.WatchingSince = fp(c.since)
+		if d := Decide(f, facts, Decision{}, p); (d.Verdict == Hung) != c.hung {
+			t.Errorf("watching for %v, silent 1h, threshold 30m: verdict %s (%s)", now-c.since, d.Verdict, d.Reason)
+		}
+	}
+}

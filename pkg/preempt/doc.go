@@ -30,7 +30,9 @@
 //  3. diverging → Diverging: the forecast says the objective diverges.
 //  4. hung → Hung: the forecast says the job stopped making progress, and
 //     it has stayed silent past Forecast.HangAfter counted from its latest
-//     (re)admission too (queue time is not silence).
+//     (re)admission and from when the controller last regained sight of
+//     the cluster (Facts.WatchingSince) too: queue time and the
+//     controller's own blindness are not silence.
 //  5. untrustedUnjudged → Untrusted: confidence below the floor (as in
 //     rule 6) and an integrity finding (as in rule 9), now or within
 //     Integrity.DistrustFor: the finding is the more useful verdict.

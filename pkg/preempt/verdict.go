@@ -205,12 +205,16 @@ func hung(in *ruleInput, w *text) bool {
 	if !f.Hung {
 		return false
 	}
-	// Time spent evicted and waiting in the queue is not silence: measured
-	// from a (re)admission after the last activity, the job must still be
-	// silent past the threshold.
+	// Time spent evicted and waiting in the queue is not silence, nor is
+	// time the controller itself could not see the cluster: measured from
+	// a (re)admission, or from when the controller last regained sight,
+	// after the last activity, the job must still be silent past the
+	// threshold.
 	silence := f.SinceProgress
-	if a := in.facts.AdmittedAt; a != nil && finite(*a) && f.Now-*a < silence {
-		silence = math.Max(0, f.Now-*a)
+	for _, from := range []*float64{in.facts.AdmittedAt, in.facts.WatchingSince} {
+		if from != nil && finite(*from) && f.Now-*from < silence {
+			silence = math.Max(0, f.Now-*from)
+		}
 	}
 	if f.HangAfter != nil && silence <= *f.HangAfter {
 		return false
