@@ -75,6 +75,13 @@ func Mutate(pod *corev1.Pod, ns string, job Job, o Options) (bool, error) {
 		{Name: CAVolume, MountPath: caDir, ReadOnly: true},
 	}
 	changed := false
+	// A projected token needs a named ServiceAccount. The ServiceAccount
+	// admission plugin names "default" before webhooks run; where it is off
+	// (envtest), name it the same way rather than make the pod invalid.
+	if pod.Spec.ServiceAccountName == "" && pod.Spec.DeprecatedServiceAccount == "" {
+		pod.Spec.ServiceAccountName = "default"
+		changed = true
+	}
 	for _, v := range volumes(o) {
 		if !hasVolume(pod.Spec.Volumes, v.Name) {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, v)

@@ -43,6 +43,9 @@ func TestMutateBatchJob(t *testing.T) {
 			t.Errorf("container %s mounts = %+v", c.Name, c.VolumeMounts)
 		}
 	}
+	if pod.Spec.ServiceAccountName != "default" {
+		t.Errorf("serviceAccountName = %q, want the default the token is for", pod.Spec.ServiceAccountName)
+	}
 	if len(pod.Spec.Volumes) != 2 {
 		t.Fatalf("volumes = %+v", pod.Spec.Volumes)
 	}

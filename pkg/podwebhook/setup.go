@@ -36,13 +36,9 @@ func Setup(mgr manager.Manager, cfg plannerconfig.ProgressEndpointConfig) error 
 	if err != nil {
 		return fmt.Errorf("pod webhook certificate: %w", err)
 	}
-	srv := webhook.NewServer(webhook.Options{
-		Port:    cfg.PodWebhook.Port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
-	})
-	srv.Register(Path, &webhook.Admission{Handler: &Handler{
+	srv := NewServer("", cfg.PodWebhook.Port, certs.GetCertificate, &Handler{
 		Reader: direct, Decoder: admission.NewDecoder(mgr.GetScheme()), Options: OptionsFor(cfg), Log: log,
-	}})
+	})
 	inj := &CAInjector{Client: direct, CA: certs.CABundle, WebhookConfiguration: cfg.PodWebhook.ConfigurationName, Log: log}
 	for _, r := range []manager.Runnable{certs, srv, inj} {
 		if err := mgr.Add(r); err != nil {
@@ -59,4 +55,15 @@ func OptionsFor(cfg plannerconfig.ProgressEndpointConfig) Options {
 		Audience:               cfg.Audience,
 		TokenExpirationSeconds: cfg.PodWebhook.TokenExpirationSeconds,
 	}
+}
+
+// NewServer is controller-runtime's webhook server on host:port serving h
+// at Path, with the certificate getCert returns (rotated without restart).
+func NewServer(host string, port int, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), h *Handler) webhook.Server {
+	srv := webhook.NewServer(webhook.Options{
+		Host: host, Port: port,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = getCert }},
+	})
+	srv.Register(Path, &webhook.Admission{Handler: h})
+	return srv
 }
