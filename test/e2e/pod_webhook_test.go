@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/progress-planner/planner/pkg/gang"
 	"github.com/progress-planner/planner/pkg/podwebhook"
@@ -70,6 +71,10 @@ func TestPodWebhook(t *testing.T) {
 	t.Run("opted-in Job's pod gets the endpoint", func(t *testing.T) {
 		pod := createJobPod(t, c, "opted-in", "sweep")
 		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/batch/v1/namespaces/opted-in/jobs/sweep/status")
+	})
+	t.Run("a TrainJob's JobSet pod gets the TrainJob's path", func(t *testing.T) {
+		pod := createJobSetPod(t, env, "opted-in", "llama")
+		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/trainer.kubeflow.org/v1alpha1/namespaces/opted-in/trainjobs/llama/status")
 	})
 	t.Run("a pod of a namespace not opted in is untouched", func(t *testing.T) {
 		assertUntouched(t, createJobPod(t, c, "not-opted-in", "sweep"))
@@ -154,14 +159,7 @@ func assertCAInjected(t *testing.T, c client.Client, ca []byte) {
 // job-name label and a controller owner reference.
 func createJobPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 	t.Helper()
-	spec := corev1.PodSpec{
-		RestartPolicy:                corev1.RestartPolicyNever,
-		AutomountServiceAccountToken: ptr.To(false),
-		Containers: []corev1.Container{
-			{Name: "train", Image: "registry.invalid/train:1"},
-			{Name: "own", Image: "registry.invalid/train:1", Env: []corev1.EnvVar{{Name: podwebhook.EnvURL, Value: "https://mine"}}},
-		},
-	}
+	spec := testPodSpec()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: spec}},
@@ -172,6 +170,43 @@ func createJobPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: job.UID, Controller: ptr.To(true)}}},
 		Spec: spec,
 	}
+	return createAndRead(t, c, pod)
+}
+
+// createJobSetPod creates a TrainJob, the JobSet it controls (by hand: no
+// Trainer controller runs) and a pod of the JobSet's Job, with the labels
+// the JobSet and Job controllers set.
+func createJobSetPod(t *testing.T, env *framework.Env, ns, name string) *corev1.Pod {
+	t.Helper()
+	c := env.Client
+	if _, err := env.InstallTorchRuntime(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tj, err := env.CreateTrainJob(t.Context(), ns, name, "lq", 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testPodSpec()
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: name, UID: tj.UID, Controller: ptr.To(true),
+		}}},
+		Spec: jobset.JobSetSpec{Suspend: ptr.To(true), ReplicatedJobs: []jobset.ReplicatedJob{{
+			Name: "node", Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec}}},
+		}}},
+	}
+	mustCreate(t, c, js)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-node-0-0", Labels: map[string]string{
+			gang.JobSetNameLabel: name, gang.JobNameLabel: name + "-node-0",
+		}},
+		Spec: spec,
+	}
+	return createAndRead(t, c, pod)
+}
+
+func createAndRead(t *testing.T, c client.Client, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
 	mustCreate(t, c, pod)
 	// What the apiserver stored, not what the client sent.
 	var got corev1.Pod
@@ -179,6 +214,17 @@ func createJobPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return &got
+}
+
+func testPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: ptr.To(false),
+		Containers: []corev1.Container{
+			{Name: "train", Image: "registry.invalid/train:1"},
+			{Name: "own", Image: "registry.invalid/train:1", Env: []corev1.EnvVar{{Name: podwebhook.EnvURL, Value: "https://mine"}}},
+		},
+	}
 }
 
 func assertPointed(t *testing.T, pod *corev1.Pod, opts podwebhook.Options, url string) {
