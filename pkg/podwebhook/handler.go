@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -38,11 +37,14 @@ type Handler struct {
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	// Errored would deny the pod (failurePolicy covers only a webhook that
+	// does not answer), so every failure here admits it unchanged.
 	var pod corev1.Pod
-	if err := h.Decoder.Decode(req, &pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
-	}
 	ns := req.Namespace
+	if err := h.Decoder.Decode(req, &pod); err != nil {
+		h.Log.Error(err, "pod admitted without progress endpoint settings: undecodable", "namespace", ns)
+		return admission.Allowed("undecodable pod")
+	}
 	log := h.Log.WithValues("namespace", ns, "pod", podName(&pod))
 	job, ok := jobOfPod(&pod)
 	if !ok {
@@ -65,7 +67,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	raw, err := json.Marshal(&pod)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode pod: %w", err))
+		log.Error(fmt.Errorf("encode pod: %w", err), "pod admitted without progress endpoint settings")
+		return admission.Allowed("unencodable pod")
 	}
 	log.V(1).Info("pod pointed at the progress endpoint", "group", job.Group, "job", job.Name)
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)

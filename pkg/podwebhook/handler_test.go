@@ -88,6 +88,16 @@ func TestHandlerLeavesOthersUntouched(t *testing.T) {
 	}
 }
 
+func TestHandlerNeverDenies(t *testing.T) {
+	h := newHandler(t, namespace("in", true))
+	resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "in", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte("{not json")},
+	}})
+	if !resp.Allowed || len(resp.Patches) != 0 {
+		t.Errorf("undecodable pod: allowed %v, patches %v", resp.Allowed, resp.Patches)
+	}
+}
+
 func TestHandlerTrainJobsJobSet(t *testing.T) {
 	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "in", Name: "llama", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "llama-tj", UID: "u", Controller: ptr.To(true),
