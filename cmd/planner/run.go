@@ -19,6 +19,7 @@ import (
 	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
+	"github.com/progress-planner/planner/pkg/podwebhook"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
 )
 
@@ -39,6 +40,7 @@ type runFlags struct {
 	// config's progressEndpoint section when set.
 	endpointAddr    string
 	endpointCertDir string
+	podWebhookPort  int
 }
 
 func newRunCmd() *cobra.Command {
@@ -83,6 +85,7 @@ docs/controller.md describes everything in detail.`,
 	f.StringVar(&fl.metricsCertDir, "metrics-cert-dir", "", "with --metrics-secure: directory holding tls.crt and tls.key; empty: a self-signed certificate made in memory at start")
 	f.DurationVar(&fl.uiRefresh, "ui-refresh", 30*time.Second, "how often the report page is rebuilt and reloads itself")
 	f.StringVar(&fl.endpointAddr, "progress-endpoint-bind-address", "", "serve the KEP-2779 progress endpoint (HTTPS) on this address, e.g. :9443; 0 turns it off; empty: the config's progressEndpoint.bindAddress (default off)")
+	f.IntVar(&fl.podWebhookPort, "progress-endpoint-pod-webhook-port", -1, "serve the mutating webhook that points opted-in jobs' pods at the progress endpoint on this port, e.g. 9444; 0 turns it off; -1: the config's progressEndpoint.podWebhook.port (default off)")
 	f.StringVar(&fl.endpointCertDir, "progress-endpoint-cert-dir", "", "directory with tls.crt and tls.key for the progress endpoint (e.g. a cert-manager Secret); empty: the config's, else the planner manages its own CA in a Secret")
 	return cmd
 }
@@ -161,6 +164,9 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		if err := progressendpoint.Setup(mgr, cfg.ProgressEndpoint, progressendpoint.ToSource(src)); err != nil {
 			return fmt.Errorf("set up the progress endpoint: %w", err)
 		}
+		if err := podwebhook.Setup(mgr, cfg.ProgressEndpoint); err != nil {
+			return fmt.Errorf("set up the pod webhook: %w", err)
+		}
 	}
 	if err := addReportUI(mgr, cfg, fl, logger); err != nil {
 		return err
@@ -180,6 +186,9 @@ func endpointFlags(cfg *plannerconfig.Config, fl runFlags) error {
 	}
 	if fl.endpointCertDir != "" {
 		cfg.ProgressEndpoint.CertDir = fl.endpointCertDir
+	}
+	if fl.podWebhookPort >= 0 {
+		cfg.ProgressEndpoint.PodWebhook.Port = fl.podWebhookPort
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("--progress-endpoint-*: %v", err)

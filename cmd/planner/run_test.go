@@ -73,6 +73,25 @@ func TestRunProgressEndpointFlags(t *testing.T) {
 	}
 }
 
+func TestRunPodWebhookFlag(t *testing.T) {
+	out, err := runPlannerCLI("run", "--print-config", "--progress-endpoint-bind-address", ":9443", "--progress-endpoint-pod-webhook-port", "9444")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := plannerconfig.ParseConfig([]byte(out))
+	if err != nil {
+		t.Fatalf("--print-config output does not parse: %v\n%s", err, out)
+	}
+	if w := c.ProgressEndpoint.PodWebhook; w.Port != 9444 || w.ConfigurationName != "progress-planner-pods" {
+		t.Errorf("flag not applied to the config: %+v", w)
+	}
+	// The webhook points pods at the endpoint: without it, a usage error.
+	_, err = runPlannerCLI("run", "--progress-endpoint-pod-webhook-port", "9444")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "progressEndpoint.podWebhook.port") {
+		t.Errorf("webhook without the endpoint: %v", err)
+	}
+}
+
 func TestReplayUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"replay", "x.jsonl"},

@@ -32,7 +32,30 @@ type ProgressEndpointConfig struct {
 	// (e.g. a mounted cert-manager Secret); the planner then manages no
 	// certificate and reloads the files when they change.
 	CertDir string `json:"certDir"`
+	// PodWebhook points opted-in jobs' pods at the endpoint
+	// (pkg/podwebhook); it needs the endpoint on and its managed
+	// certificate (no CertDir).
+	PodWebhook PodWebhookConfig `json:"podWebhook"`
 }
+
+// PodWebhookConfig configures the mutating webhook for pods.
+type PodWebhookConfig struct {
+	// Port the webhook listens on, on every replica; 0 (the default) turns
+	// it off. It is served through the endpoint's Service (ServiceName),
+	// so the endpoint's certificate covers it.
+	Port int `json:"port"`
+	// ServicePort is the Service's port for the endpoint, used in the URL
+	// given to pods.
+	ServicePort int32 `json:"servicePort"`
+	// ConfigurationName is the MutatingWebhookConfiguration whose caBundle
+	// the planner keeps set.
+	ConfigurationName string `json:"configurationName"`
+	// TokenExpirationSeconds of the pods' projected token (600-86400).
+	TokenExpirationSeconds int64 `json:"tokenExpirationSeconds"`
+}
+
+// Enabled reports whether the webhook serves.
+func (w PodWebhookConfig) Enabled() bool { return w.Port != 0 }
 
 // RateLimitConfig is a token bucket: Burst at once, then QPS per second.
 type RateLimitConfig struct {
@@ -48,6 +71,9 @@ func defaultProgressEndpoint() ProgressEndpointConfig {
 		MaxBodyBytes:   1 << 16,
 		ServiceName:    "progress-planner-progress",
 		CertSecretName: "progress-planner-progress-tls",
+		PodWebhook: PodWebhookConfig{
+			ServicePort: 443, ConfigurationName: "progress-planner-pods", TokenExpirationSeconds: 3600,
+		},
 	}
 }
 
@@ -100,6 +126,31 @@ func (p ProgressEndpointConfig) validate() []string {
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(p.CertSecretName) {
 		add("certSecretName", msg)
+	}
+	out = append(out, p.PodWebhook.validate(p)...)
+	return out
+}
+
+func (w PodWebhookConfig) validate(p ProgressEndpointConfig) []string {
+	var out []string
+	add := func(field, msg string) { out = append(out, "progressEndpoint.podWebhook."+field+": "+msg) }
+	if w.Port < 0 || w.Port > 65535 {
+		add("port", "must be in [0, 65535]")
+	}
+	if w.Enabled() && !p.Enabled() {
+		add("port", "needs the endpoint on (progressEndpoint.bindAddress)")
+	}
+	if w.Enabled() && p.CertDir != "" {
+		add("port", "needs the managed certificate (no progressEndpoint.certDir): the planner injects its CA")
+	}
+	if w.ServicePort < 1 || w.ServicePort > 65535 {
+		add("servicePort", "must be in [1, 65535]")
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(w.ConfigurationName) {
+		add("configurationName", msg)
+	}
+	if w.TokenExpirationSeconds < 600 || w.TokenExpirationSeconds > 86400 {
+		add("tokenExpirationSeconds", "must be in [600, 86400]")
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -238,10 +239,11 @@ func TestChartContents(t *testing.T) {
 					t.Error("ServiceMonitor rendered although off")
 				}
 				checkProgressEndpoint(t, objs, args, cfg)
+				checkPodWebhook(t, objs, args, cfg)
 			} else if strings.Contains(args, "--ui-addr") {
 				t.Errorf("UI off by default, args %q", args)
 			}
-			if r.values != "testdata/values-custom.yaml" && (strings.Contains(args, "--progress-endpoint") || find(objs, "Service", "-progress") != nil) {
+			if r.values != "testdata/values-custom.yaml" && (strings.Contains(args, "--progress-endpoint") || find(objs, "Service", "-progress") != nil || find(objs, "MutatingWebhookConfiguration", "") != nil) {
 				t.Errorf("progress endpoint rendered although off: args %q", args)
 			}
 			// The planner accepts the Deployment's command line as it is.
@@ -282,6 +284,49 @@ func checkProgressEndpoint(t *testing.T, objs []map[string]any, args string, cfg
 		if !reflect.DeepEqual(want["rules"], got["rules"]) {
 			t.Errorf("the chart's progress endpoint %s rules %v differ from the shipped %v", kind, got["rules"], want["rules"])
 		}
+	}
+}
+
+// checkPodWebhook: with progressEndpoint.podWebhook.enabled the webhook's
+// configuration reaches the planner's port through the endpoint's Service
+// (whose names the certificate carries), fails open, is the one whose
+// caBundle the planner keeps, and the chart grants the shipped rules of
+// config/rbac/pod_webhook_role.yaml.
+func checkPodWebhook(t *testing.T, objs []map[string]any, args string, cfg map[string]any) {
+	t.Helper()
+	wc := find(objs, "MutatingWebhookConfiguration", "-pods")
+	if wc == nil {
+		t.Fatal("no MutatingWebhookConfiguration")
+	}
+	if name := path(wc, "metadata", "name"); path(cfg, "progressEndpoint", "podWebhook", "configurationName") != name {
+		t.Errorf("planner patches caBundle of %v, the configuration is %v", path(cfg, "progressEndpoint", "podWebhook", "configurationName"), name)
+	}
+	hook := path(wc, "webhooks").([]any)[0].(map[string]any)
+	svc := find(objs, "Service", "-progress")
+	port := fmt.Sprint(path(hook, "clientConfig", "service", "port"))
+	if !strings.Contains(args, "--progress-endpoint-pod-webhook-port="+port+" ") && !strings.HasSuffix(args, "--progress-endpoint-pod-webhook-port="+port) {
+		t.Errorf("webhook at Service port %s, args %q", port, args)
+	}
+	found := false
+	for _, sp := range path(svc, "spec", "ports").([]any) {
+		found = found || fmt.Sprint(sp.(map[string]any)["port"]) == port && sp.(map[string]any)["targetPort"] == "pod-webhook"
+	}
+	if !found {
+		t.Errorf("the endpoint Service has no port %s to the pod-webhook container port", port)
+	}
+	if path(hook, "clientConfig", "service", "name") != path(svc, "metadata", "name") || fmt.Sprint(path(hook, "clientConfig", "service", "port")) != port {
+		t.Errorf("webhook service %v, endpoint Service %v, planner port %v", path(hook, "clientConfig", "service"), path(svc, "metadata", "name"), port)
+	}
+	if hook["failurePolicy"] != "Ignore" || hook["sideEffects"] != "None" || path(hook, "clientConfig", "service", "path") != "/mutate-v1-pod" {
+		t.Errorf("webhook %v", hook)
+	}
+	b, err := os.ReadFile("../../config/rbac/pod_webhook_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := find(objects(t, string(b)), "ClusterRole", ""), find(objs, "ClusterRole", "-pod-webhook")
+	if want == nil || got == nil || !reflect.DeepEqual(want["rules"], got["rules"]) {
+		t.Errorf("the chart's pod webhook ClusterRole %v differs from the shipped %v", got, want)
 	}
 }
 

@@ -49,7 +49,11 @@ election from the chart, then the policy and any other field from values. */}}
   "health" (dict "bindAddress" (printf ":%d" (int .Values.health.port)))
 -}}
 {{- if .Values.progressEndpoint.enabled -}}
-{{- $_ := set $base "progressEndpoint" (dict "serviceName" (printf "%s-progress" (include "planner.fullname" .)) "certSecretName" (printf "%s-progress-tls" (include "planner.fullname" .))) -}}
+{{- $pe := dict "serviceName" (printf "%s-progress" (include "planner.fullname" .)) "certSecretName" (printf "%s-progress-tls" (include "planner.fullname" .)) -}}
+{{- if .Values.progressEndpoint.podWebhook.enabled -}}
+{{- $_ := set $pe "podWebhook" (dict "configurationName" (printf "%s-pods" (include "planner.fullname" .))) -}}
+{{- end -}}
+{{- $_ := set $base "progressEndpoint" $pe -}}
 {{- end -}}
 {{- $cfg := mergeOverwrite $base (deepCopy .Values.config) (dict "policy" $policy) -}}
 {{- toYaml $cfg -}}

@@ -1,0 +1,46 @@
+package podwebhook
+
+import (
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/progress-planner/planner/pkg/gang"
+)
+
+// WebhookName is the webhook's name in its configuration.
+const WebhookName = "pods.progress-endpoint.planner.progress.io"
+
+// Configuration is the MutatingWebhookConfiguration for the webhook at cc
+// (the chart's template is the same). Its caBundle is left to CAInjector.
+//   - failurePolicy Ignore: the webhook only adds settings, so with it down
+//     pods are admitted unchanged rather than blocked;
+//   - the selectors send only job pods (the Job controller's label) of
+//     opted-in namespaces, so other pods never wait on it;
+//   - reinvocationPolicy IfNeeded: a later webhook adding a container gets
+//     the settings too.
+func Configuration(name string, cc admissionregv1.WebhookClientConfig) *admissionregv1.MutatingWebhookConfiguration {
+	return &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregv1.MutatingWebhook{{
+			Name:         WebhookName,
+			ClientConfig: cc,
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Create},
+				Rule: admissionregv1.Rule{
+					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+					Scope: ptr.To(admissionregv1.NamespacedScope),
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregv1.Ignore),
+			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](5),
+			ReinvocationPolicy:      ptr.To(admissionregv1.IfNeededReinvocationPolicy),
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{OptInLabel: OptInValue}},
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: gang.JobNameLabel, Operator: metav1.LabelSelectorOpExists,
+			}}},
+		}},
+	}
+}

@@ -1,0 +1,122 @@
+package podwebhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/progress-planner/planner/pkg/gang"
+)
+
+// API groups of the jobs a pod may belong to (progressendpoint's kinds).
+const (
+	groupBatch    = "batch"
+	groupJobSet   = "jobset.x-k8s.io"
+	groupTrainJob = "trainer.kubeflow.org"
+)
+
+var jobSetGVK = schema.GroupVersionKind{Group: groupJobSet, Version: "v1alpha2", Kind: "JobSet"}
+
+// Handler is the admission.Handler for pod CREATE. It never denies: a
+// pod it cannot place is admitted unchanged, as with the webhook down.
+type Handler struct {
+	// Reader reads namespaces and JobSets (uncached: admission is rare
+	// next to a cluster-wide informer's cost).
+	Reader  client.Reader
+	Decoder admission.Decoder
+	Options Options
+	Log     logr.Logger
+}
+
+// Handle implements admission.Handler.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	// Errored would deny the pod (failurePolicy covers only a webhook that
+	// does not answer), so every failure here admits it unchanged.
+	var pod corev1.Pod
+	ns := req.Namespace
+	if err := h.Decoder.Decode(req, &pod); err != nil {
+		h.Log.Error(err, "pod admitted without progress endpoint settings: undecodable", "namespace", ns)
+		return admission.Allowed("undecodable pod")
+	}
+	log := h.Log.WithValues("namespace", ns, "pod", podName(&pod))
+	job, ok := jobOfPod(&pod)
+	if !ok {
+		return admission.Allowed("not a job's pod")
+	}
+	in, err := h.optedIn(ctx, ns)
+	if err != nil {
+		log.Error(err, "pod admitted without progress endpoint settings")
+		return admission.Allowed("namespace unreadable")
+	}
+	if !in {
+		return admission.Allowed("namespace not opted in")
+	}
+	if job.Group == groupJobSet {
+		job = h.trainJobOf(ctx, ns, job, log)
+	}
+	if _, err := Mutate(&pod, ns, job, h.Options); err != nil {
+		log.Error(err, "pod admitted without progress endpoint settings")
+		return admission.Allowed("no status path")
+	}
+	raw, err := json.Marshal(&pod)
+	if err != nil {
+		log.Error(fmt.Errorf("encode pod: %w", err), "pod admitted without progress endpoint settings")
+		return admission.Allowed("unencodable pod")
+	}
+	log.V(1).Info("pod pointed at the progress endpoint", "group", job.Group, "job", job.Name)
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// jobOfPod reads the job from the labels the Job and JobSet controllers
+// put on the pods they create: a JobSet's pods carry both, the JobSet's
+// name wins.
+func jobOfPod(pod *corev1.Pod) (Job, bool) {
+	if n := pod.Labels[gang.JobSetNameLabel]; n != "" {
+		return Job{Group: groupJobSet, Name: n}, true
+	}
+	if n := pod.Labels[gang.JobNameLabel]; n != "" {
+		return Job{Group: groupBatch, Name: n}, true
+	}
+	return Job{}, false
+}
+
+func (h *Handler) optedIn(ctx context.Context, ns string) (bool, error) {
+	var n corev1.Namespace
+	if err := h.Reader.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return false, fmt.Errorf("get namespace %s: %w", ns, err)
+	}
+	return n.Labels[OptInLabel] == OptInValue, nil
+}
+
+// trainJobOf returns the TrainJob controlling the JobSet, if one does (a
+// TrainJob reports on its own path, where the Trainer's clients post), else
+// the JobSet. An unreadable JobSet leaves the JobSet's path.
+func (h *Handler) trainJobOf(ctx context.Context, ns string, js Job, log logr.Logger) Job {
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(jobSetGVK)
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: js.Name}, &m); err != nil {
+		log.V(1).Info("JobSet unreadable; using its own path", "jobset", js.Name, "error", err.Error())
+		return js
+	}
+	if o := metav1.GetControllerOf(&m); o != nil && o.Kind == "TrainJob" {
+		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil && gv.Group == groupTrainJob {
+			return Job{Group: groupTrainJob, Name: o.Name}
+		}
+	}
+	return js
+}
+
+// podName: at CREATE a pod may have only generateName.
+func podName(p *corev1.Pod) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.GenerateName
+}

@@ -1,0 +1,100 @@
+package podwebhook
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var testOpts = Options{BaseURL: "https://progress.planner-system.svc:443", Audience: "progress-planner", TokenExpirationSeconds: 1800}
+
+func trainPod() *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "fetch"}},
+		Containers:     []corev1.Container{{Name: "train"}, {Name: "sidecar"}},
+	}}
+}
+
+func envOf(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func TestMutateBatchJob(t *testing.T) {
+	pod := trainPod()
+	changed, err := Mutate(pod, "tenant", Job{Group: "batch", Name: "sweep"}, testOpts)
+	if err != nil || !changed {
+		t.Fatalf("Mutate = %v, %v; want changed", changed, err)
+	}
+	want := map[string]string{
+		EnvURL:    "https://progress.planner-system.svc:443/apis/batch/v1/namespaces/tenant/jobs/sweep/status",
+		EnvCACert: "/var/run/secrets/progress-planner/ca/ca.crt",
+		EnvToken:  "/var/run/secrets/progress-planner/token/token",
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		if got := envOf(c); !reflect.DeepEqual(got, want) {
+			t.Errorf("container %s env = %v, want %v", c.Name, got, want)
+		}
+		if len(c.VolumeMounts) != 2 || c.VolumeMounts[0].Name != TokenVolume || c.VolumeMounts[1].Name != CAVolume {
+			t.Errorf("container %s mounts = %+v", c.Name, c.VolumeMounts)
+		}
+	}
+	if pod.Spec.ServiceAccountName != "default" {
+		t.Errorf("serviceAccountName = %q, want the default the token is for", pod.Spec.ServiceAccountName)
+	}
+	if len(pod.Spec.Volumes) != 2 {
+		t.Fatalf("volumes = %+v", pod.Spec.Volumes)
+	}
+	tok := pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken
+	if tok.Audience != "progress-planner" || *tok.ExpirationSeconds != 1800 || tok.Path != "token" {
+		t.Errorf("token projection = %+v", tok)
+	}
+	if cm := pod.Spec.Volumes[1].ConfigMap; cm.Name != CAConfigMapName || cm.Items[0].Key != "ca.crt" {
+		t.Errorf("CA volume = %+v", cm)
+	}
+}
+
+func TestMutateIdempotent(t *testing.T) {
+	pod := trainPod()
+	if _, err := Mutate(pod, "tenant", Job{Group: "jobset.x-k8s.io", Name: "llama"}, testOpts); err != nil {
+		t.Fatal(err)
+	}
+	once := pod.DeepCopy()
+	changed, err := Mutate(pod, "tenant", Job{Group: "jobset.x-k8s.io", Name: "llama"}, testOpts)
+	if err != nil || changed || !reflect.DeepEqual(pod, once) {
+		t.Errorf("second Mutate changed the pod (%v, %v)", changed, err)
+	}
+}
+
+func TestMutateKeepsContainersOwnSettings(t *testing.T) {
+	pod := trainPod()
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvURL, Value: "https://own"}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "own", MountPath: "/var/run/secrets/progress-planner/ca"}}
+	if _, err := Mutate(pod, "tenant", Job{Group: "trainer.kubeflow.org", Name: "tj"}, testOpts); err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.Containers[0]
+	if got := envOf(c)[EnvURL]; got != "https://own" {
+		t.Errorf("own URL replaced: %q", got)
+	}
+	if len(c.Env) != 3 || len(c.VolumeMounts) != 2 || c.VolumeMounts[0].Name != "own" {
+		t.Errorf("train container = %+v", c)
+	}
+	if got := envOf(pod.Spec.Containers[1])[EnvURL]; got != "https://progress.planner-system.svc:443/apis/trainer.kubeflow.org/v1alpha1/namespaces/tenant/trainjobs/tj/status" {
+		t.Errorf("sidecar URL = %q", got)
+	}
+}
+
+func TestMutateUnknownGroup(t *testing.T) {
+	pod := trainPod()
+	if _, err := Mutate(pod, "tenant", Job{Group: "apps", Name: "x"}, testOpts); err == nil {
+		t.Fatal("no error for a group without a status path")
+	}
+	if !reflect.DeepEqual(pod, trainPod()) {
+		t.Error("pod changed on error")
+	}
+}
