@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -110,14 +109,7 @@ func (r *runningWebhook) stop(t *testing.T) {
 // does) on a free loopback port and waits until it accepts connections.
 func startPodWebhook(t *testing.T, certs *progressendpoint.CertManager, h *podwebhook.Handler) *runningWebhook {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	port := freeLoopbackPort(t)
 	srv := podwebhook.NewServer("127.0.0.1", port, certs.GetCertificate, h)
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &runningWebhook{port: port, cancel: cancel, done: make(chan error, 1)}

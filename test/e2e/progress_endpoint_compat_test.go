@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,14 +122,7 @@ func TestProgressEndpointMatchesTrainerStatusServer(t *testing.T) {
 // management needs the Trainer's webhook Secret).
 func startTrainerStatusServer(t *testing.T, w *endpointWorld) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	port := freeLoopbackPort(t)
 	certs, err := progressendpoint.NewCertManager(w.env.Client, progressendpoint.CertOptions{Namespace: "planner-system", SecretName: "progress-tls",
 		DNSNames: []string{"progress-planner-progress.planner-system.svc"}, Log: testr.New(t)})
 	if err != nil {

@@ -97,6 +97,18 @@ func TestProgressEndpointInManager(t *testing.T) {
 	}
 }
 
+// freeLoopbackPort is a loopback TCP port free when asked (a server that
+// must be told its port up front takes it).
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
