@@ -425,9 +425,14 @@ func (r *JobReconciler) load(ctx context.Context, job client.Object, st *jobStat
 		if !apierrors.IsNotFound(err) {
 			return false, err
 		}
-		if st.obj != nil && st.obj.UID != "" {
-			// Our cache has not seen our own create yet.
-			pf = *st.obj.DeepCopy()
+		if st.obj != nil {
+			// Our cache may not have seen our own create yet, or the
+			// forecast was deleted (by a user): ask the API server.
+			live, err := r.livePF(ctx, job, st)
+			if err != nil {
+				return false, err
+			}
+			pf = *live
 		} else {
 			created, err := r.createPF(ctx, job)
 			if err != nil {
@@ -460,6 +465,29 @@ func (r *JobReconciler) load(ctx context.Context, job client.Object, st *jobStat
 	}
 	r.restore(job, st, &pf)
 	return false, nil
+}
+
+// livePF is the job's ProgressForecast as the API server has it when the
+// cache has none but the planner holds one: the cache lags behind the
+// planner's own create, or the forecast was deleted. A deleted one is
+// created again, and the history restarts from it (said in an Event).
+func (r *JobReconciler) livePF(ctx context.Context, job client.Object, st *jobState) (*v1alpha1.ProgressForecast, error) {
+	var live v1alpha1.ProgressForecast
+	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(st.obj), &live)
+	if err == nil {
+		return &live, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get ProgressForecast %s: %w", st.obj.Name, err)
+	}
+	created, err := r.createPF(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	r.event(job, nil, corev1.EventTypeWarning, ReasonHistoryReset, "Recreate",
+		"ProgressForecast "+st.obj.Name+" was deleted; created again, the history restarts")
+	st.obj = nil // restore from the new object
+	return created, nil
 }
 
 func (r *JobReconciler) createPF(ctx context.Context, job client.Object) (*v1alpha1.ProgressForecast, error) {

@@ -575,6 +575,36 @@ func TestReconcileReplacesStaleProgressForecast(t *testing.T) {
 	}
 }
 
+// A ProgressForecast a user deletes is created again on the next
+// reconcile (its delete event triggers one), with an Event saying the
+// history restarts; the planner does not keep writing to the deleted one.
+func TestReconcileRecreatesDeletedProgressForecast(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true), localQueue())
+	hf := exampleHistory(t, "synth__early-plateau")
+	f.replayInto("a", hf.Reports[:20])
+	old := f.pf("a")
+	if old.Status.History == nil {
+		t.Fatal("no history stored before the delete")
+	}
+	if err := f.c.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile("a")
+	pf := f.pf("a") // fails when it was not created again
+	if pf.Status.Observations >= old.Status.Observations {
+		t.Errorf("recreated with %d observations, the deleted one had %d: the history did not restart", pf.Status.Observations, old.Status.Observations)
+	}
+	if ev := f.ev.byReason(ReasonHistoryReset); len(ev) != 1 || !strings.Contains(ev[0].note, "was deleted; created again, the history restarts") {
+		t.Errorf("HistoryReset Events %+v", ev)
+	}
+	// The next reports go into the new object.
+	f.replayInto("a", hf.Reports[20:30])
+	if pf = f.pf("a"); pf.Status.History == nil || pf.Status.Observations == 0 {
+		t.Errorf("the recreated ProgressForecast holds no history: %+v", pf.Status)
+	}
+}
+
 func TestReconcileHealthyJobLeftAlone(t *testing.T) {
 	a := trainJob("a", "a-uid", nil)
 	wlA := workloadFor("trainjob-a-00001", a, true)

@@ -705,3 +705,45 @@ func ptrInt32(p *int32) int32 {
 	}
 	return *p
 }
+
+// TestFaultForecastDeleted: a user deletes a job's ProgressForecast
+// mid-run. The planner creates it again (owned by the job, on the real API
+// server with its garbage collector's owner rules), says in a HistoryReset
+// Event on the job that the history restarted, and folds the next reports
+// into the new object; it does not keep writing to the deleted one.
+func TestFaultForecastDeleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := plannerEnv(t)
+	a, _, _, _ := runningAndPending(ctx, t, env, "")
+	c := startPlanner(ctx, t, env, testConfig())
+	reports := history(t, "synth__early-plateau").Reports
+	first := prefix(reports, 0.3)
+	if err := <-replay(ctx, t, c, a, first); err != nil {
+		t.Fatal(err)
+	}
+	old := waitPF(ctx, t, c, a, plannerBound, "the first reports folded in", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Observations >= 10
+	})
+	if err := c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	pf := waitPF(ctx, t, c, a, plannerBound, "created again", func(pf *v1alpha1.ProgressForecast) bool { return pf.UID != old.UID })
+	t.Logf("ProgressForecast %s deleted with %d observations; created again %v later (uid %s → %s)", old.Name, old.Status.Observations,
+		time.Since(deleted).Round(time.Millisecond), old.UID, pf.UID)
+	if ref := metav1.GetControllerOf(pf); ref == nil || ref.UID != a.UID {
+		t.Errorf("recreated ProgressForecast's owner %+v, want TrainJob %s", ref, a.UID)
+	}
+	ev := waitEvent(ctx, t, c, a.Namespace, "TrainJob", a.Name, kueueext.ReasonHistoryReset)
+	if !strings.Contains(ev.Note, "was deleted; created again, the history restarts") {
+		t.Errorf("HistoryReset Event: %q", ev.Note)
+	}
+	if err := <-replay(ctx, t, c, a, reports[len(first):len(first)+15]); err != nil {
+		t.Fatal(err)
+	}
+	pf = waitPF(ctx, t, c, a, plannerBound, "the next reports in the new object", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.UID != old.UID && pf.Status.Observations >= 5
+	})
+	t.Logf("the recreated ProgressForecast holds %d observations after 15 more reports", pf.Status.Observations)
+}
