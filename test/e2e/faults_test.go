@@ -17,8 +17,10 @@ import (
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -746,4 +748,74 @@ func TestFaultForecastDeleted(t *testing.T) {
 		return pf.UID != old.UID && pf.Status.Observations >= 5
 	})
 	t.Logf("the recreated ProgressForecast holds %d observations after 15 more reports", pf.Status.Observations)
+}
+
+// TestFaultCorruptHistory: a user overwrites a job's stored history in its
+// ProgressForecast status (a version the planner does not know, an
+// encoding cut short, a JSON string) with a revision ahead of the
+// planner's, so the
+// planner must read it. The planner refuses it with a HistoryReset Event,
+// starts a fresh history, keeps running and folds the next reports in;
+// the other job's forecast is untouched.
+func TestFaultCorruptHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := plannerEnv(t)
+	a, b, _, _ := runningAndPending(ctx, t, env, "")
+	c := startPlanner(ctx, t, env, testConfig())
+	reports := history(t, "synth__early-plateau").Reports
+	if err := <-replay(ctx, t, c, a, reports[:20]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-replay(ctx, t, c, b, reports[:12]); err != nil {
+		t.Fatal(err)
+	}
+	pfA := waitPF(ctx, t, c, a, plannerBound, "a's reports folded in", func(pf *v1alpha1.ProgressForecast) bool { return pf.Status.Observations >= 10 })
+	pfB := waitPF(ctx, t, c, b, plannerBound, "b's reports folded in", func(pf *v1alpha1.ProgressForecast) bool { return pf.Status.Observations >= 1 })
+	next := 20
+	for i, garbage := range []string{`{"version":99,"t":[1,2,3]}`, `{"version":1,"t":[0,5,1]}`, `"garbage"`} {
+		pf := pfA.DeepCopy()
+		pf.Status.Revision += 1000
+		pf.Status.History = &runtime.RawExtension{Raw: []byte(garbage)}
+		if err := c.Status().Update(ctx, pf); err != nil {
+			// The API server itself refuses invalid JSON: that corruption
+			// cannot be stored, which is the point of the check.
+			t.Logf("corruption %d refused by the API server: %v", i, err)
+			continue
+		}
+		events0 := len(plannerEventsWithReason(ctx, t, c, a, kueueext.ReasonHistoryReset))
+		if err := <-replay(ctx, t, c, a, reports[next:next+5]); err != nil {
+			t.Fatal(err)
+		}
+		next += 5
+		if _, err := framework.Poll(ctx, plannerBound, func(ctx context.Context) (bool, error) {
+			return len(plannerEventsWithReason(ctx, t, c, a, kueueext.ReasonHistoryReset)) > events0, nil
+		}); err != nil {
+			t.Fatalf("corruption %d (%s): no HistoryReset Event: %v", i, garbage, err)
+		}
+		pfA = waitPF(ctx, t, c, a, plannerBound, "a fresh history with the next reports", func(pf *v1alpha1.ProgressForecast) bool {
+			f := pf.Status.Forecast
+			return f != nil && f.Reports > 0 && f.Reports <= 6 && pf.Status.History != nil
+		})
+		t.Logf("corruption %d (%s): refused, fresh history with %d reports", i, garbage, pfA.Status.Forecast.Reports)
+	}
+	after := waitPF(ctx, t, c, b, bound, "b untouched", func(pf *v1alpha1.ProgressForecast) bool { return true })
+	if after.Status.Observations < pfB.Status.Observations {
+		t.Errorf("b's forecast lost observations: %d → %d", pfB.Status.Observations, after.Status.Observations)
+	}
+	if evs := plannerEventsWithReason(ctx, t, c, b, kueueext.ReasonHistoryReset); len(evs) != 0 {
+		t.Errorf("HistoryReset on b: %+v", evs)
+	}
+}
+
+// plannerEventsWithReason lists the planner's Events on job with reason.
+func plannerEventsWithReason(ctx context.Context, t *testing.T, c client.Client, job *kftrainer.TrainJob, reason string) []eventsv1.Event {
+	t.Helper()
+	var out []eventsv1.Event
+	for _, e := range plannerEvents(ctx, t, c, job.Namespace, "TrainJob", job.Name) {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }
