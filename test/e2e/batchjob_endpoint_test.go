@@ -208,6 +208,9 @@ func postReports(ctx context.Context, w *endpointWorld, job, token string, repor
 			return err
 		}
 		code, st, _, err := w.postCtx(ctx, job, token, string(body))
+		if ctx.Err() != nil {
+			return nil // stopped by the caller, possibly mid-request
+		}
 		if err != nil {
 			return err
 		}
