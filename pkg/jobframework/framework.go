@@ -114,6 +114,24 @@ var builtins = []builtin{
 	{Resource: "jobsets", NeedsReports: true, New: func(s ReportSource) Adapter { return JobSet{Reports: s} }},
 }
 
+// Resource names a built kind as the API server serves it.
+type Resource struct {
+	schema.GroupVersionKind
+	// Resource is the plural resource name in the GVK's group-version.
+	Resource string
+}
+
+// Resources lists every built kind, with or without a report source: the
+// progress endpoint serves a report path for each (pkg/progressendpoint).
+func Resources() []Resource {
+	out := make([]Resource, 0, len(builtins))
+	for _, b := range builtins {
+		// The adapters' GVK is a constant of the kind; no source needed.
+		out = append(out, Resource{GroupVersionKind: b.New(nil).GVK(), Resource: b.Resource})
+	}
+	return out
+}
+
 // Kind is a built kind ready to use: its adapter and its API resource.
 type Kind struct {
 	Adapter

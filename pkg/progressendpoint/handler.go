@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,7 +54,10 @@ type Options struct {
 type Handler struct {
 	opts   Options
 	lim    *limiter
-	tokens *tokenCache
+	tokens tokenCache
+	// owners maps a pod and the job it reported for to the job's UID once
+	// the owner chain said the pod belongs to it.
+	owners *expiringCache[ownerKey, string]
 	mux    *http.ServeMux
 }
 
@@ -79,11 +81,12 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Handler{opts: opts, lim: newLimiter(opts.RateLimit, opts.Now), tokens: newTokenCache(), mux: http.NewServeMux()}
+	h := &Handler{opts: opts, lim: newLimiter(opts.RateLimit, opts.Now), tokens: newTokenCache(),
+		owners: newExpiringCache[ownerKey, string](), mux: http.NewServeMux()}
 	for _, k := range jobKinds {
-		pattern := fmt.Sprintf("POST /apis/%s/%s/namespaces/{namespace}/%s/{name}/status", k.group, k.version, k.resource)
+		pattern := fmt.Sprintf("POST /apis/%s/%s/namespaces/{namespace}/%s/{name}/status", k.Group, k.Version, k.Resource)
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			h.report(w, r, JobRef{Group: k.group, Version: k.version, Kind: k.kind, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")})
+			h.report(w, r, JobRef{Group: k.Group, Version: k.Version, Kind: k.Kind, Namespace: r.PathValue("namespace"), Name: r.PathValue("name")})
 		})
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
@@ -124,8 +127,14 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, job JobRef) {
 }
 
 // checkOwner finds the job named in the path and checks the caller's pod
-// belongs to it; on a refusal it has answered and returns an error.
+// belongs to it, or finds that answer in the owner cache; on a refusal it
+// has answered and returns an error.
 func (h *Handler) checkOwner(ctx context.Context, w http.ResponseWriter, log logr.Logger, who caller, job *JobRef) error {
+	key, now := ownerKeyOf(who, *job), h.opts.Now()
+	if uid, ok := h.owners.get(key, now); ok {
+		job.UID = uid
+		return nil
+	}
 	var target *metav1.PartialObjectMetadata
 	if who.Namespace == job.Namespace {
 		t, err := h.getJob(ctx, *job)
@@ -157,6 +166,7 @@ func (h *Handler) checkOwner(ctx context.Context, w http.ResponseWriter, log log
 		h.refuse(w, log, outcomeError, http.StatusInternalServerError, metav1.StatusReasonInternalError, "internal error", nil)
 		return err
 	}
+	h.owners.put(key, job.UID, now.Add(ownerCacheTTL), now)
 	return nil
 }
 
@@ -178,11 +188,11 @@ func (h *Handler) authenticate(ctx context.Context, header string) (caller, erro
 
 func (h *Handler) getJob(ctx context.Context, job JobRef) (*metav1.PartialObjectMetadata, error) {
 	for _, k := range jobKinds {
-		if k.group != job.Group || k.kind != job.Kind {
+		if k.Group != job.Group || k.Kind != job.Kind {
 			continue
 		}
 		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: k.group, Version: k.version, Kind: k.kind})
+		obj.SetGroupVersionKind(k.GroupVersionKind)
 		if err := h.opts.Reader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Name}, obj); err != nil {
 			return nil, fmt.Errorf("get %s: %w", job, err)
 		}

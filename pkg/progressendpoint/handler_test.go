@@ -139,13 +139,14 @@ var testTokens = map[string]fakeToken{
 }
 
 type fixture struct {
-	// reviews counts the TokenReviews sent to the API server.
-	reviews atomic.Int32
-	h       *Handler
-	sink    *recordingSink
-	rec     *events.FakeRecorder
-	now     time.Time
-	mu      sync.Mutex
+	// reviews counts the TokenReviews sent to the API server, gets the
+	// reads of jobs, pods and owners.
+	reviews, gets atomic.Int32
+	h             *Handler
+	sink          *recordingSink
+	rec           *events.FakeRecorder
+	now           time.Time
+	mu            sync.Mutex
 }
 
 func newFixture(t *testing.T, rl RateLimit) *fixture {
@@ -156,8 +157,13 @@ func newFixture(t *testing.T, rl RateLimit) *fixture {
 func newFixtureTokens(t *testing.T, rl RateLimit, tokens map[string]fakeToken) *fixture {
 	t.Helper()
 	f := &fixture{sink: &recordingSink{}, rec: events.NewFakeRecorder(16), now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	funcs := tokenReviews(tokens, &f.reviews)
+	funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		f.gets.Add(1)
+		return c.Get(ctx, key, obj, opts...)
+	}
 	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(clusterObjects()...).
-		WithInterceptorFuncs(tokenReviews(tokens, &f.reviews)).Build()
+		WithInterceptorFuncs(funcs).Build()
 	h, err := NewHandler(Options{Client: c, Reader: c, Recorder: f.rec, Sink: f.sink, RateLimit: rl,
 		Now: func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }, Log: testr.New(t)})
 	if err != nil {
@@ -468,5 +474,47 @@ func TestTokenReviewsCached(t *testing.T) {
 	}
 	if n := f.reviews.Load(); n != 6 {
 		t.Fatalf("%d reviews, want 6: failed reviews are not cached", n)
+	}
+}
+
+// Once the owner chain said a pod belongs to a job, its next reports cost
+// no reads until ownerCacheTTL; a refusal is checked again every time.
+func TestOwnerChainCached(t *testing.T) {
+	f := newFixture(t, RateLimit{QPS: 100, Burst: 100})
+	send := func(token, job string, want int) {
+		t.Helper()
+		if code, st, _ := f.post(t, jobPath(t, "batch", job), token, goodBody); code != want {
+			t.Fatalf("%s for %s: code %d (%s), want %d", token, job, code, st.Message, want)
+		}
+	}
+	send("tok-x", "x", http.StatusOK)
+	first := f.gets.Load()
+	if first == 0 {
+		t.Fatal("the first report read nothing: the owner chain was not checked")
+	}
+	send("tok-x", "x", http.StatusOK)
+	f.mu.Lock()
+	f.now = f.now.Add(tokenCacheTTL) // a new TokenReview; the same pod
+	f.mu.Unlock()
+	send("tok-x", "x", http.StatusOK)
+	if n := f.gets.Load(); n != first {
+		t.Fatalf("%d reads after three reports of one pod, want %d (the first report's)", n, first)
+	}
+	if got := f.sink.got[len(f.sink.got)-1].UID; got != "uid-x" {
+		t.Errorf("a cached report carries job UID %q, want uid-x", got)
+	}
+	send("tok-y", "x", http.StatusForbidden)
+	afterRefusal := f.gets.Load()
+	send("tok-y", "x", http.StatusForbidden)
+	if f.gets.Load() == afterRefusal {
+		t.Error("a refused pod was not checked again: refusals must not be cached")
+	}
+	f.mu.Lock()
+	f.now = f.now.Add(ownerCacheTTL)
+	f.mu.Unlock()
+	before := f.gets.Load()
+	send("tok-x", "x", http.StatusOK)
+	if f.gets.Load() == before {
+		t.Error("no reads after ownerCacheTTL: the owner chain must be checked again")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
@@ -56,26 +57,18 @@ func (j JobRef) String() string {
 	return fmt.Sprintf("%s.%s %s/%s", j.Kind, j.Group, j.Namespace, j.Name)
 }
 
-// jobKind is one kind of job the path may name.
-type jobKind struct {
-	group, version, resource, kind string
-}
-
-// jobKinds are the kinds a report may target. trainjobs is the Trainer's
-// own path; jobs and jobsets use the same shape under their API groups so
-// the same client code works for them.
-var jobKinds = []jobKind{
-	{"trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"},
-	{"batch", "v1", "jobs", "Job"},
-	{"jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"},
-}
+// jobKinds are the kinds a report may target: the job framework's built
+// kinds. trainjobs is the Trainer's own path; the other kinds use the same
+// shape under their API groups so that the same client code works for
+// them.
+var jobKinds = jobframework.Resources()
 
 // StatusPath is the path a job's reports go to; for TrainJobs it is the
 // Trainer's own (statusserver.StatusUrl), so only the host differs.
 func StatusPath(group, namespace, name string) (string, error) {
 	for _, k := range jobKinds {
-		if k.group == group {
-			return fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s/%s/status", k.group, k.version, namespace, k.resource, name), nil
+		if k.Group == group {
+			return fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s/%s/status", k.Group, k.Version, namespace, k.Resource, name), nil
 		}
 	}
 	return "", fmt.Errorf("no progress path for API group %q", group)

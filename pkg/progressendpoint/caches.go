@@ -1,0 +1,139 @@
+package progressendpoint
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The endpoint's two caches keep every accepted report from costing API
+// requests: at 1,000 jobs reporting every 5 s, a TokenReview and the owner
+// chain's reads per report would be 600 requests a second. Only successes
+// are cached: a refusal costs a lookup again, so a flood of bad requests
+// cannot fill a cache, and a fixed problem (a pod that appears) is seen at
+// once.
+
+// tokenCacheTTL bounds how long a successful TokenReview is reused. A
+// reporter sends every few seconds with the same token (the kubelet
+// rotates it hourly), so this saves most reviews, as KEP-2779 asks. It is
+// also how long a token stays accepted after its pod is deleted (the API
+// server refuses a bound token whose pod is gone).
+const tokenCacheTTL = 30 * time.Second
+
+// ownerCacheTTL bounds how long "this pod belongs to this job" is reused.
+// The answer is a fact about two UIDs: a pod's controller chain does not
+// change in its life, a recreated job has a new UID (a miss), and a
+// deleted pod's token stops passing the TokenReview within tokenCacheTTL.
+// The TTL only bounds how long an owner reference edited by hand keeps
+// its old meaning.
+const ownerCacheTTL = 5 * time.Minute
+
+// maxCached bounds each cache; past it, the cache is emptied (the cost is
+// a lookup per key again, never a wrong answer).
+const maxCached = 10000
+
+// expiringCache keeps values until their expiry, at most maxCached.
+type expiringCache[K comparable, V any] struct {
+	mu      sync.Mutex
+	entries map[K]expiring[V]
+}
+
+type expiring[V any] struct {
+	v       V
+	expires time.Time
+}
+
+func newExpiringCache[K comparable, V any]() *expiringCache[K, V] {
+	return &expiringCache[K, V]{entries: map[K]expiring[V]{}}
+}
+
+func (c *expiringCache[K, V]) get(k K, now time.Time) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	if !now.Before(e.expires) {
+		delete(c.entries, k)
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
+// put keeps v until expires (nothing when that is not after now).
+func (c *expiringCache[K, V]) put(k K, v V, expires, now time.Time) {
+	if !now.Before(expires) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCached {
+		clear(c.entries)
+	}
+	c.entries[k] = expiring[V]{v: v, expires: expires}
+}
+
+// tokenCache keeps successful TokenReviews by the token's hash (the token
+// itself is never kept).
+type tokenCache struct {
+	c *expiringCache[[sha256.Size]byte, caller]
+}
+
+func newTokenCache() tokenCache {
+	return tokenCache{newExpiringCache[[sha256.Size]byte, caller]()}
+}
+
+func cacheKey(token, audience string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(audience + "\x00" + token))
+}
+
+func (t tokenCache) get(token, audience string, now time.Time) (caller, bool) {
+	return t.c.get(cacheKey(token, audience), now)
+}
+
+// put keeps a successful review until the TTL or the token's own expiry,
+// whichever is first.
+func (t tokenCache) put(token, audience string, who caller, now time.Time) {
+	exp := now.Add(tokenCacheTTL)
+	if te, ok := tokenExpiry(token); ok && te.Before(exp) {
+		exp = te
+	}
+	t.c.put(cacheKey(token, audience), who, exp, now)
+}
+
+// ownerKey is a pod (by UID: not a later pod reusing the name) and the job
+// a report of it named (without the job's UID, which the cache answers).
+type ownerKey struct {
+	podUID                       string
+	group, kind, namespace, name string
+}
+
+func ownerKeyOf(who caller, job JobRef) ownerKey {
+	return ownerKey{podUID: who.PodUID, group: job.Group, kind: job.Kind, namespace: job.Namespace, name: job.Name}
+}
+
+// tokenExpiry reads a JWT's exp claim without verifying it: it only ever
+// shortens how long an already verified review is reused.
+func tokenExpiry(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp *int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return time.Time{}, false
+	}
+	return time.Unix(*claims.Exp, 0), true
+}
