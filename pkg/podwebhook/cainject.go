@@ -9,19 +9,13 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/progress-planner/planner/pkg/progressendpoint"
 )
 
-// CAInjector keeps the endpoint's CA bundle where it is needed: in the
-// caBundle of every webhook of the MutatingWebhookConfiguration (so the
-// apiserver trusts the webhook) and in the ConfigMap CAConfigMapName of
-// every opted-in namespace (so pods trust the endpoint). It polls: the CA
-// changes about once in ten years and namespaces opt in rarely, and a
+// CAInjector keeps the endpoint's CA bundle in the caBundle of every
+// webhook of the MutatingWebhookConfiguration, so that the apiserver
+// trusts the webhook (pods get the bundle from the webhook itself,
+// CAAnnotation). It polls: the CA changes about once in ten years, and a
 // poll also repairs hand edits.
 type CAInjector struct {
 	Client client.Client
@@ -58,22 +52,13 @@ func (c *CAInjector) Start(ctx context.Context) error {
 // loads the same Secret, so the leader's bundle is everyone's.
 func (c *CAInjector) NeedLeaderElection() bool { return true }
 
-// Sync writes the current bundle once. Every target is tried; the errors
-// are joined.
+// Sync writes the current bundle once.
 func (c *CAInjector) Sync(ctx context.Context) error {
 	ca := c.CA()
 	if len(ca) == 0 {
 		return errors.New("CA bundle not loaded yet")
 	}
-	errs := []error{c.syncWebhook(ctx, ca)}
-	var nss corev1.NamespaceList
-	if err := c.Client.List(ctx, &nss, client.MatchingLabels{OptInLabel: OptInValue}); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("list opted-in namespaces: %w", err))...)
-	}
-	for _, ns := range nss.Items {
-		errs = append(errs, c.syncConfigMap(ctx, ns.Name, ca))
-	}
-	return errors.Join(errs...)
+	return c.syncWebhook(ctx, ca)
 }
 
 func (c *CAInjector) syncWebhook(ctx context.Context, ca []byte) error {
@@ -96,36 +81,5 @@ func (c *CAInjector) syncWebhook(ctx context.Context, ca []byte) error {
 		return fmt.Errorf("patch caBundle of MutatingWebhookConfiguration %s: %w", c.WebhookConfiguration, err)
 	}
 	c.Log.Info("webhook caBundle updated", "mutatingWebhookConfiguration", c.WebhookConfiguration)
-	return nil
-}
-
-func (c *CAInjector) syncConfigMap(ctx context.Context, ns string, ca []byte) error {
-	var cm corev1.ConfigMap
-	key := client.ObjectKey{Namespace: ns, Name: CAConfigMapName}
-	err := c.Client.Get(ctx, key, &cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CAConfigMapName},
-			Data:       map[string]string{progressendpoint.KeyCACert: string(ca)},
-		}
-		if err := c.Client.Create(ctx, &cm); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ConfigMap %s: %w", key, err)
-		}
-		c.Log.Info("CA bundle ConfigMap created", "configMap", key.String())
-		return nil
-	case err != nil:
-		return fmt.Errorf("get ConfigMap %s: %w", key, err)
-	case cm.Data[progressendpoint.KeyCACert] == string(ca):
-		return nil
-	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[progressendpoint.KeyCACert] = string(ca)
-	if err := c.Client.Update(ctx, &cm); err != nil {
-		return fmt.Errorf("update ConfigMap %s: %w", key, err)
-	}
-	c.Log.Info("CA bundle ConfigMap updated", "configMap", key.String())
 	return nil
 }

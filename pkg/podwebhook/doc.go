@@ -5,11 +5,12 @@
 // endpoint's CA bundle, so a Trainer-style reporter in the pod posts to
 // the planner unchanged.
 //
-// A namespace opts in with the label OptInLabel=OptInValue. The CA bundle
-// reaches the pod through a ConfigMap (CAConfigMapName) that CAInjector
-// keeps in every opted-in namespace, the way Kueue and cert-manager inject
-// a CA; the same loop keeps the MutatingWebhookConfiguration's caBundle
-// set. The webhook fails open (failurePolicy Ignore): with it down, pods
+// A namespace opts in with the label OptInLabel=OptInValue, a single job
+// with the same label on its pod template. The CA bundle reaches the pod
+// in its own annotation (CAAnnotation), projected into a file by the
+// downward API, so nothing is written into the tenant's namespace.
+// CAInjector keeps the MutatingWebhookConfiguration's caBundle set, the
+// way Kueue and cert-manager inject a CA. The webhook fails open (failurePolicy Ignore): with it down, pods
 // are still admitted, only without the variables. docs/progress-sources.md
 // ("Opting a namespace in") describes it.
 package podwebhook

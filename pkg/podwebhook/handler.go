@@ -31,8 +31,12 @@ type Handler struct {
 	// next to a cluster-wide informer's cost).
 	Reader  client.Reader
 	Decoder admission.Decoder
+	// Options for every pod; CABundle is CA's when CA is set.
 	Options Options
-	Log     logr.Logger
+	// CA returns the endpoint's current CA bundle (it may be replaced
+	// while the planner runs); nil: Options.CABundle.
+	CA  func() []byte
+	Log logr.Logger
 }
 
 // Handle implements admission.Handler.
@@ -50,18 +54,22 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if !ok {
 		return admission.Allowed("not a job's pod")
 	}
-	in, err := h.optedIn(ctx, ns)
+	in, err := h.optedIn(ctx, ns, &pod)
 	if err != nil {
 		log.Error(err, "pod admitted without progress endpoint settings")
 		return admission.Allowed("namespace unreadable")
 	}
 	if !in {
-		return admission.Allowed("namespace not opted in")
+		return admission.Allowed("neither the job nor the namespace opted in")
 	}
 	if job.Group == groupJobSet {
 		job = h.trainJobOf(ctx, ns, job, log)
 	}
-	if _, err := Mutate(&pod, ns, job, h.Options); err != nil {
+	opts := h.Options
+	if h.CA != nil {
+		opts.CABundle = h.CA()
+	}
+	if _, err := Mutate(&pod, ns, job, opts); err != nil {
 		log.Error(err, "pod admitted without progress endpoint settings")
 		return admission.Allowed("no status path")
 	}
@@ -87,7 +95,12 @@ func jobOfPod(pod *corev1.Pod) (Job, bool) {
 	return Job{}, false
 }
 
-func (h *Handler) optedIn(ctx context.Context, ns string) (bool, error) {
+// optedIn: the job opted in (its pod template's label, so the pod's), or
+// its namespace did.
+func (h *Handler) optedIn(ctx context.Context, ns string, pod *corev1.Pod) (bool, error) {
+	if pod.Labels[OptInLabel] == OptInValue {
+		return true, nil
+	}
 	var n corev1.Namespace
 	if err := h.Reader.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
 		return false, fmt.Errorf("get namespace %s: %w", ns, err)

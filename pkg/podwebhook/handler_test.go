@@ -72,15 +72,36 @@ func TestHandlerOptedInNamespace(t *testing.T) {
 	}
 }
 
+// A job opts in alone with the label on its pod template (so on its pods),
+// in a namespace that did not.
+func TestHandlerOptedInJob(t *testing.T) {
+	h := newHandler(t, namespace("out", false))
+	resp, url := admit(t, h, "out", map[string]string{gang.JobNameLabel: "sweep", OptInLabel: OptInValue})
+	if !strings.HasSuffix(url, "/apis/batch/v1/namespaces/out/jobs/sweep/status") {
+		t.Errorf("URL = %q; patches %+v", url, resp.Patches)
+	}
+}
+
+// Until the CA is loaded the pod is admitted as it is: a pod pointed at an
+// endpoint it cannot trust would only fail later.
+func TestHandlerWithoutCA(t *testing.T) {
+	h := newHandler(t, namespace("in", true))
+	h.CA = func() []byte { return nil }
+	if resp, _ := admit(t, h, "in", map[string]string{gang.JobNameLabel: "sweep"}); len(resp.Patches) != 0 {
+		t.Errorf("patched without a CA: %+v", resp.Patches)
+	}
+}
+
 func TestHandlerLeavesOthersUntouched(t *testing.T) {
 	h := newHandler(t, namespace("in", true), namespace("out", false))
 	for name, c := range map[string]struct {
 		ns     string
 		labels map[string]string
 	}{
-		"namespace not opted in": {"out", map[string]string{gang.JobNameLabel: "sweep"}},
-		"not a job's pod":        {"in", map[string]string{"app": "web"}},
-		"namespace unreadable":   {"gone", map[string]string{gang.JobNameLabel: "sweep"}},
+		"namespace not opted in":      {"out", map[string]string{gang.JobNameLabel: "sweep"}},
+		"not a job's pod":             {"in", map[string]string{"app": "web"}},
+		"a label that is not enabled": {"out", map[string]string{gang.JobNameLabel: "sweep", OptInLabel: "yes"}},
+		"namespace unreadable":        {"gone", map[string]string{gang.JobNameLabel: "sweep"}},
 	} {
 		if resp, _ := admit(t, h, c.ns, c.labels); len(resp.Patches) != 0 {
 			t.Errorf("%s: patched: %+v", name, resp.Patches)
@@ -118,10 +139,8 @@ func TestHandlerTrainJobsJobSet(t *testing.T) {
 }
 
 func TestCAInjectorSync(t *testing.T) {
-	wc := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Webhooks: []admissionregv1.MutatingWebhook{{Name: "pods.planner.progress.io"}}}
-	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: CAConfigMapName}, Data: map[string]string{"ca.crt": "old", "other": "kept"}}
-	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).
-		WithObjects(wc, stale, namespace("a", true), namespace("b", true), namespace("c", false)).Build()
+	wc := Configuration("pods", admissionregv1.WebhookClientConfig{})
+	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(wc).Build()
 	ca := []byte("PEM")
 	inj := &CAInjector{Client: c, CA: func() []byte { return ca }, WebhookConfiguration: "pods", Log: testr.New(t)}
 	for range 2 { // the second is a no-op
@@ -130,18 +149,13 @@ func TestCAInjectorSync(t *testing.T) {
 		}
 	}
 	var got admissionregv1.MutatingWebhookConfiguration
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "pods"}, &got); err != nil || string(got.Webhooks[0].ClientConfig.CABundle) != "PEM" {
-		t.Errorf("caBundle = %q (%v)", got.Webhooks[0].ClientConfig.CABundle, err)
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "pods"}, &got); err != nil || len(got.Webhooks) != 2 {
+		t.Fatalf("configuration = %+v (%v)", got.Webhooks, err)
 	}
-	for ns, want := range map[string]string{"a": "PEM", "b": "PEM", "c": ""} {
-		var cm corev1.ConfigMap
-		_ = c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: CAConfigMapName}, &cm)
-		if cm.Data["ca.crt"] != want {
-			t.Errorf("namespace %s: ca.crt = %q, want %q", ns, cm.Data["ca.crt"], want)
+	for _, w := range got.Webhooks {
+		if string(w.ClientConfig.CABundle) != "PEM" {
+			t.Errorf("%s: caBundle = %q", w.Name, w.ClientConfig.CABundle)
 		}
-	}
-	if stale.Data["other"] != "kept" {
-		t.Error("test object changed")
 	}
 	inj.CA = func() []byte { return nil }
 	if err := inj.Sync(context.Background()); err == nil {

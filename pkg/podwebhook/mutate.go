@@ -1,6 +1,7 @@
 package podwebhook
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,13 +13,16 @@ import (
 
 // Names the webhook and its pods share.
 const (
-	// OptInLabel on a namespace turns the webhook on for its jobs' pods,
-	// with the value OptInValue.
+	// OptInLabel, with the value OptInValue, turns the webhook on for the
+	// job pods of a namespace (on the namespace) or of one job (on its
+	// pod template, so on its pods).
 	OptInLabel = "planner.progress.io/progress-endpoint"
 	OptInValue = "enabled"
-	// CAConfigMapName is the ConfigMap holding the endpoint's CA bundle
-	// (key progressendpoint.KeyCACert) in each opted-in namespace.
-	CAConfigMapName = "progress-planner-ca"
+	// CAAnnotation on a pod holds the endpoint's CA bundle (PEM, public),
+	// which the CA volume projects into a file (the downward API): the
+	// pod carries its own copy, so nothing has to be written into the
+	// tenant's namespace before its pods start.
+	CAAnnotation = "planner.progress.io/progress-endpoint-ca"
 	// Path the webhook is served at.
 	Path = "/mutate-v1-pod"
 
@@ -47,6 +51,8 @@ type Options struct {
 	// TokenExpirationSeconds of the projected token (default 1 hour, at
 	// least 600 as the API requires).
 	TokenExpirationSeconds int64
+	// CABundle is the endpoint's CA (PEM) the pods trust; required.
+	CABundle []byte
 }
 
 // Job names the job a pod reports for: its API group (as
@@ -55,12 +61,16 @@ type Job struct{ Group, Name string }
 
 // Mutate points every container of pod, in namespace ns, at job's status
 // path. A variable or volume the pod already has is left as it is, so
-// Mutate is idempotent and a container's own settings win. It reports
+// Mutate is idempotent and a container's own settings win; the CA
+// annotation is always the planner's (the CA volume reads it). It reports
 // whether pod changed.
 func Mutate(pod *corev1.Pod, ns string, job Job, o Options) (bool, error) {
 	path, err := progressendpoint.StatusPath(job.Group, ns, job.Name)
 	if err != nil {
 		return false, fmt.Errorf("status path of %s %s/%s: %w", job.Group, ns, job.Name, err)
+	}
+	if len(o.CABundle) == 0 {
+		return false, errors.New("the endpoint's CA bundle is not loaded yet")
 	}
 	if o.TokenExpirationSeconds == 0 {
 		o.TokenExpirationSeconds = DefaultTokenExpirationSeconds
@@ -75,6 +85,13 @@ func Mutate(pod *corev1.Pod, ns string, job Job, o Options) (bool, error) {
 		{Name: CAVolume, MountPath: caDir, ReadOnly: true},
 	}
 	changed := false
+	if pod.Annotations[CAAnnotation] != string(o.CABundle) {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[CAAnnotation] = string(o.CABundle)
+		changed = true
+	}
 	// A projected token needs a named ServiceAccount. The ServiceAccount
 	// admission plugin names "default" before webhooks run; where it is off
 	// (envtest), name it the same way rather than make the pod invalid.
@@ -99,7 +116,7 @@ func Mutate(pod *corev1.Pod, ns string, job Job, o Options) (bool, error) {
 }
 
 // volumes are the token (bound to the pod, the endpoint's audience) and
-// the CA bundle from the namespace's ConfigMap.
+// the CA bundle from the pod's own annotation.
 func volumes(o Options) []corev1.Volume {
 	return []corev1.Volume{
 		{Name: TokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
@@ -107,9 +124,11 @@ func volumes(o Options) []corev1.Volume {
 				Audience: o.Audience, ExpirationSeconds: ptr.To(o.TokenExpirationSeconds), Path: tokenFile,
 			}}},
 		}}},
-		{Name: CAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: CAConfigMapName},
-			Items:                []corev1.KeyToPath{{Key: progressendpoint.KeyCACert, Path: progressendpoint.KeyCACert}},
+		{Name: CAVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     progressendpoint.KeyCACert,
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + CAAnnotation + "']"},
+			}},
 		}}},
 	}
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-var testOpts = Options{BaseURL: "https://progress.planner-system.svc:443", Audience: "progress-planner", TokenExpirationSeconds: 1800}
+var testOpts = Options{BaseURL: "https://progress.planner-system.svc:443", Audience: "progress-planner", TokenExpirationSeconds: 1800, CABundle: []byte("PEM")}
 
 func trainPod() *corev1.Pod {
 	return &corev1.Pod{Spec: corev1.PodSpec{
@@ -53,8 +53,31 @@ func TestMutateBatchJob(t *testing.T) {
 	if tok.Audience != "progress-planner" || *tok.ExpirationSeconds != 1800 || tok.Path != "token" {
 		t.Errorf("token projection = %+v", tok)
 	}
-	if cm := pod.Spec.Volumes[1].ConfigMap; cm.Name != CAConfigMapName || cm.Items[0].Key != "ca.crt" {
-		t.Errorf("CA volume = %+v", cm)
+	if d := pod.Spec.Volumes[1].DownwardAPI; d == nil || d.Items[0].Path != "ca.crt" ||
+		d.Items[0].FieldRef.FieldPath != "metadata.annotations['planner.progress.io/progress-endpoint-ca']" {
+		t.Errorf("CA volume = %+v", pod.Spec.Volumes[1])
+	}
+	if pod.Annotations[CAAnnotation] != "PEM" {
+		t.Errorf("CA annotation = %q", pod.Annotations[CAAnnotation])
+	}
+}
+
+// The CA annotation is the planner's even when the pod came with one: the
+// CA volume reads it, and a container that trusts another CA sets its own
+// KUBEFLOW_TRAINER_SERVER_CA_CERT instead.
+func TestMutateOwnsTheCAAnnotation(t *testing.T) {
+	pod := trainPod()
+	pod.Annotations = map[string]string{CAAnnotation: "a tenant's CA", "other": "kept"}
+	if _, err := Mutate(pod, "tenant", Job{Group: "batch", Name: "sweep"}, testOpts); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations[CAAnnotation] != "PEM" || pod.Annotations["other"] != "kept" {
+		t.Errorf("annotations = %v", pod.Annotations)
+	}
+	noCA := testOpts
+	noCA.CABundle = nil
+	if _, err := Mutate(trainPod(), "tenant", Job{Group: "batch", Name: "sweep"}, noCA); err == nil {
+		t.Error("no error without a CA bundle")
 	}
 }
 

@@ -21,8 +21,8 @@ func Setup(mgr manager.Manager, cfg plannerconfig.ProgressEndpointConfig) error 
 		return nil
 	}
 	log := mgr.GetLogger().WithName("pod-webhook")
-	// Uncached, as the endpoint's: a Secret, a few namespaces and
-	// ConfigMaps do not justify cluster-wide informers.
+	// Uncached, as the endpoint's: a Secret and a namespace per admitted
+	// pod do not justify cluster-wide informers.
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("pod webhook client: %w", err)
@@ -37,7 +37,7 @@ func Setup(mgr manager.Manager, cfg plannerconfig.ProgressEndpointConfig) error 
 		return fmt.Errorf("pod webhook certificate: %w", err)
 	}
 	srv := NewServer("", cfg.PodWebhook.Port, certs.GetCertificate, &Handler{
-		Reader: direct, Decoder: admission.NewDecoder(mgr.GetScheme()), Options: OptionsFor(cfg), Log: log,
+		Reader: direct, Decoder: admission.NewDecoder(mgr.GetScheme()), Options: OptionsFor(cfg), CA: certs.CABundle, Log: log,
 	})
 	inj := &CAInjector{Client: direct, CA: certs.CABundle, WebhookConfiguration: cfg.PodWebhook.ConfigurationName, Log: log}
 	for _, r := range []manager.Runnable{certs, srv, inj} {

@@ -301,8 +301,40 @@ func checkPodWebhook(t *testing.T, objs []map[string]any, args string, cfg map[s
 	if name := path(wc, "metadata", "name"); path(cfg, "progressEndpoint", "podWebhook", "configurationName") != name {
 		t.Errorf("planner patches caBundle of %v, the configuration is %v", path(cfg, "progressEndpoint", "podWebhook", "configurationName"), name)
 	}
-	hook := path(wc, "webhooks").([]any)[0].(map[string]any)
+	// podwebhook.Configuration's two webhooks: opted-in namespaces, and
+	// opted-in jobs elsewhere (disjoint by the namespace label).
+	hooks := path(wc, "webhooks").([]any)
+	var names []string
+	for _, h := range hooks {
+		names = append(names, fmt.Sprint(h.(map[string]any)["name"]))
+	}
+	if strings.Join(names, ",") != "pods.progress-endpoint.planner.progress.io,jobpods.progress-endpoint.planner.progress.io" {
+		t.Fatalf("webhooks %v", names)
+	}
+	byNS, byJob := hooks[0].(map[string]any), hooks[1].(map[string]any)
+	if path(byNS, "namespaceSelector", "matchLabels", "planner.progress.io/progress-endpoint") != "enabled" ||
+		fmt.Sprint(path(byJob, "namespaceSelector", "matchExpressions")) != "[map[key:planner.progress.io/progress-endpoint operator:NotIn values:[enabled]]]" ||
+		path(byJob, "objectSelector", "matchLabels", "planner.progress.io/progress-endpoint") != "enabled" {
+		t.Errorf("selectors: namespaces %v; jobs %v %v", byNS["namespaceSelector"], byJob["namespaceSelector"], byJob["objectSelector"])
+	}
 	svc := find(objs, "Service", "-progress")
+	for _, h := range hooks {
+		checkPodWebhookService(t, h.(map[string]any), svc, args)
+	}
+	b, err := os.ReadFile("../../config/rbac/pod_webhook_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := find(objects(t, string(b)), "ClusterRole", ""), find(objs, "ClusterRole", "-pod-webhook")
+	if want == nil || got == nil || !reflect.DeepEqual(want["rules"], got["rules"]) {
+		t.Errorf("the chart's pod webhook ClusterRole %v differs from the shipped %v", got, want)
+	}
+}
+
+// checkPodWebhookService: hook reaches the planner's pod-webhook port
+// through the endpoint's Service, fails open and has no side effects.
+func checkPodWebhookService(t *testing.T, hook, svc map[string]any, args string) {
+	t.Helper()
 	port := fmt.Sprint(path(hook, "clientConfig", "service", "port"))
 	if !strings.Contains(args, "--progress-endpoint-pod-webhook-port="+port+" ") && !strings.HasSuffix(args, "--progress-endpoint-pod-webhook-port="+port) {
 		t.Errorf("webhook at Service port %s, args %q", port, args)
@@ -314,19 +346,11 @@ func checkPodWebhook(t *testing.T, objs []map[string]any, args string, cfg map[s
 	if !found {
 		t.Errorf("the endpoint Service has no port %s to the pod-webhook container port", port)
 	}
-	if path(hook, "clientConfig", "service", "name") != path(svc, "metadata", "name") || fmt.Sprint(path(hook, "clientConfig", "service", "port")) != port {
-		t.Errorf("webhook service %v, endpoint Service %v, planner port %v", path(hook, "clientConfig", "service"), path(svc, "metadata", "name"), port)
+	if path(hook, "clientConfig", "service", "name") != path(svc, "metadata", "name") {
+		t.Errorf("webhook service %v, endpoint Service %v", path(hook, "clientConfig", "service"), path(svc, "metadata", "name"))
 	}
 	if hook["failurePolicy"] != "Ignore" || hook["sideEffects"] != "None" || path(hook, "clientConfig", "service", "path") != "/mutate-v1-pod" {
 		t.Errorf("webhook %v", hook)
-	}
-	b, err := os.ReadFile("../../config/rbac/pod_webhook_role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, got := find(objects(t, string(b)), "ClusterRole", ""), find(objs, "ClusterRole", "-pod-webhook")
-	if want == nil || got == nil || !reflect.DeepEqual(want["rules"], got["rules"]) {
-		t.Errorf("the chart's pod webhook ClusterRole %v differs from the shipped %v", got, want)
 	}
 }
 

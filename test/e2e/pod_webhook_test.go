@@ -54,7 +54,8 @@ func TestPodWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := podwebhook.Options{BaseURL: "https://progress.planner-system.svc:443", Audience: "progress-planner", TokenExpirationSeconds: 1800}
-	stop := startPodWebhook(t, certs, &podwebhook.Handler{Reader: c, Decoder: admission.NewDecoder(env.Scheme), Options: opts, Log: testr.New(t)})
+	stop := startPodWebhook(t, certs, &podwebhook.Handler{Reader: c, Decoder: admission.NewDecoder(env.Scheme), Options: opts, CA: certs.CABundle, Log: testr.New(t)})
+	opts.CABundle = certs.CABundle() // what the pods must carry
 	// The apiserver reaches it through an ordinary configuration object.
 	port := stop.port
 	wc := podwebhook.Configuration("progress-planner-pods", admissionregv1.WebhookClientConfig{
@@ -77,6 +78,10 @@ func TestPodWebhook(t *testing.T) {
 	})
 	t.Run("a pod of a namespace not opted in is untouched", func(t *testing.T) {
 		assertUntouched(t, createJobPod(t, c, "not-opted-in", "sweep"))
+	})
+	t.Run("an opted-in job's pod in a namespace not opted in gets the endpoint", func(t *testing.T) {
+		pod := createJobPod(t, c, "not-opted-in", "own-choice", podwebhook.OptInLabel, podwebhook.OptInValue)
+		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/batch/v1/namespaces/not-opted-in/jobs/own-choice/status")
 	})
 	t.Run("webhook down: the pod is admitted untouched", func(t *testing.T) {
 		stop.stop(t)
@@ -131,34 +136,34 @@ func assertCAInjected(t *testing.T, c client.Client, ca []byte) {
 	if err := c.Get(t.Context(), client.ObjectKey{Name: "progress-planner-pods"}, &wc); err != nil {
 		t.Fatal(err)
 	}
-	if string(wc.Webhooks[0].ClientConfig.CABundle) != string(ca) {
-		t.Fatal("caBundle not set from the planner's CA")
-	}
-	var cm corev1.ConfigMap
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "opted-in", Name: podwebhook.CAConfigMapName}, &cm); err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data[progressendpoint.KeyCACert] != string(ca) {
-		t.Fatal("opted-in namespace's ConfigMap lacks the CA")
-	}
-	err := c.Get(t.Context(), client.ObjectKey{Namespace: "not-opted-in", Name: podwebhook.CAConfigMapName}, &cm)
-	if err == nil {
-		t.Fatal("CA ConfigMap written into a namespace that did not opt in")
+	for _, w := range wc.Webhooks {
+		if string(w.ClientConfig.CABundle) != string(ca) {
+			t.Fatalf("%s: caBundle not set from the planner's CA", w.Name)
+		}
 	}
 }
 
 // createJobPod creates a Job and a pod as its controller would: the
-// job-name label and a controller owner reference.
-func createJobPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
+// job-name label, the pod template's labels (label, value pairs) and a
+// controller owner reference.
+func createJobPod(t *testing.T, c client.Client, ns, name string, templateLabels ...string) *corev1.Pod {
 	t.Helper()
 	spec := testPodSpec()
+	labels := map[string]string{}
+	for i := 0; i+1 < len(templateLabels); i += 2 {
+		labels[templateLabels[i]] = templateLabels[i+1]
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: spec}},
+		Spec:       batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 	}
 	mustCreate(t, c, job)
+	podLabels := map[string]string{gang.JobNameLabel: name}
+	for k, v := range labels {
+		podLabels[k] = v
+	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0", Labels: map[string]string{gang.JobNameLabel: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0", Labels: podLabels,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: job.UID, Controller: ptr.To(true)}}},
 		Spec: spec,
 	}
@@ -230,8 +235,12 @@ func assertPointed(t *testing.T, pod *corev1.Pod, opts podwebhook.Options, url s
 		*tok.Sources[0].ServiceAccountToken.ExpirationSeconds != opts.TokenExpirationSeconds {
 		t.Errorf("token volume = %+v", vols[podwebhook.TokenVolume])
 	}
-	if ca := vols[podwebhook.CAVolume].ConfigMap; ca == nil || ca.Name != podwebhook.CAConfigMapName {
+	if d := vols[podwebhook.CAVolume].DownwardAPI; d == nil || len(d.Items) != 1 || d.Items[0].Path != progressendpoint.KeyCACert ||
+		d.Items[0].FieldRef == nil || !strings.Contains(d.Items[0].FieldRef.FieldPath, podwebhook.CAAnnotation) {
 		t.Errorf("CA volume = %+v", vols[podwebhook.CAVolume])
+	}
+	if pod.Annotations[podwebhook.CAAnnotation] != string(opts.CABundle) {
+		t.Errorf("CA annotation = %q, want the planner's CA", pod.Annotations[podwebhook.CAAnnotation])
 	}
 	for _, ctr := range pod.Spec.Containers {
 		env := map[string]string{}

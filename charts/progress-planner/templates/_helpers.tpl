@@ -58,3 +58,24 @@ election from the chart, then the policy and any other field from values. */}}
 {{- $cfg := mergeOverwrite $base (deepCopy .Values.config) (dict "policy" $policy) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/* The fields both pod webhooks share (pod-webhook.yaml); their selectors differ. */}}
+{{- define "planner.podWebhookCommon" -}}
+clientConfig:
+  service:
+    name: {{ include "planner.fullname" . }}-progress
+    namespace: {{ .Release.Namespace }}
+    path: /mutate-v1-pod
+    port: {{ .Values.progressEndpoint.podWebhook.port }}
+rules:
+  - operations: ["CREATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods"]
+    scope: Namespaced
+failurePolicy: Ignore
+sideEffects: None
+timeoutSeconds: 5
+reinvocationPolicy: IfNeeded
+admissionReviewVersions: ["v1"]
+{{- end }}
