@@ -18,11 +18,15 @@ func (st *ProgressForecastStatus) SetDecision(decided, verdictSince float64, sta
 	st.ProtectedUntil = unixTime(protectedUntil)
 }
 
+// unixTime is sec at the precision the API server stores a metav1.Time
+// (whole seconds; the raw decision keeps the fraction), so that the status
+// in memory equals the stored one and an unchanged decision is not
+// written again.
 func unixTime(sec *float64) *metav1.Time {
 	if sec == nil || math.IsNaN(*sec) || math.IsInf(*sec, 0) {
 		return nil
 	}
-	t := metav1.NewTime(TimeFromUnix(*sec))
+	t := metav1.NewTime(TimeFromUnix(*sec).Truncate(time.Second))
 	return &t
 }
 

@@ -133,3 +133,29 @@ func TestReconcileBatchJobNotTracked(t *testing.T) {
 		t.Errorf("the Job reconciler replaced the TrainJob's ProgressForecast: %+v", after.Spec.JobRef)
 	}
 }
+
+// A reconcile with nothing new writes nothing, even when the last decision
+// was made at a time with a fraction of a second: the API server keeps
+// whole seconds, and comparing the decision's times at a finer precision
+// made every reconcile write the status again (one PUT per report in the
+// endpoint's load benchmark).
+func TestReconcileNoWriteWithoutChange(t *testing.T) {
+	job := batchJob("sweep", "sweep-uid", queued)
+	f := newFixture(t, testConfig(), job, workloadOfJob("job-sweep-00001", job, true), localQueue())
+	src := jobframework.NewMemorySource()
+	kind := jobframework.BatchJob{Reports: src}
+	r := f.newKindReconciler(kind, src)
+	hf := exampleHistory(t, "synth__early-plateau")
+	for _, rep := range hf.Reports[:5] {
+		at := t0.Add(time.Duration(rep.T*float64(time.Second)) + 437*time.Millisecond)
+		f.clock.SetTime(at)
+		src.Put(jobframework.RefOf(kind, job), rep.TrainerStatus, at)
+		f.reconcileWith(r, "sweep")
+	}
+	before := f.pf("sweep").Status.Revision
+	f.clock.Step(time.Second)
+	f.reconcileWith(r, "sweep")
+	if after := f.pf("sweep").Status.Revision; after != before {
+		t.Errorf("a reconcile with nothing new wrote the status: revision %d → %d", before, after)
+	}
+}
