@@ -32,6 +32,10 @@ const (
 	// JobNameLabel names a pod's batch/v1 Job (k8s.io/api batchv1's
 	// JobNameLabel, set by the Job controller on every pod it creates).
 	JobNameLabel = "batch.kubernetes.io/job-name"
+	// KubeflowJobNameLabel names a pod's Kubeflow Training Operator v1 job
+	// (PyTorchJob and the other kubeflow.org/v1 kinds; the operator's
+	// JobNameLabel, set on every pod it creates).
+	KubeflowJobNameLabel = "training.kubeflow.org/job-name"
 )
 
 // Kind is what declares a gang.
@@ -41,6 +45,8 @@ const (
 	KindPodGroup Kind = "PodGroup"
 	KindJobSet   Kind = "JobSet"
 	KindJob      Kind = "Job"
+	// KindKubeflowJob: a Kubeflow Training Operator v1 job (PyTorchJob).
+	KindKubeflowJob Kind = "KubeflowJob"
 )
 
 // Gang is a pod's gang.
@@ -49,7 +55,8 @@ type Gang struct {
 	// pods with the same Key are one gang.
 	Kind            Kind
 	Namespace, Name string
-	// Job is the job the gang runs (a TrainJob, JobSet or batch/v1 Job),
+	// Job is the job the gang runs (a TrainJob, JobSet, PyTorchJob or
+	// batch/v1 Job),
 	// which is also the name of its ProgressForecast: the JobSet's name when
 	// the pod carries one (Trainer names the JobSet after the TrainJob),
 	// else the PodGroup's (Trainer's coscheduling names the PodGroup after
@@ -88,12 +95,14 @@ type Rule struct {
 // Rules apply in order; the first that matches decides. A PodGroup comes
 // before the JobSet label because it is what the scheduler places as a unit
 // and it states the gang's quorum; a TrainJob run with Trainer's
-// coscheduling carries both, naming the same TrainJob. The batch/v1 Job
-// label comes last: a JobSet's pods carry it too (one Job per replicated
-// job), and there the JobSet is the gang.
+// coscheduling carries both, naming the same TrainJob (and a PyTorchJob
+// run with the operator's gang scheduling carries its PodGroup and its
+// job-name label). The batch/v1 Job label comes last: a JobSet's pods carry
+// it too (one Job per replicated job), and there the JobSet is the gang.
 var Rules = [...]Rule{
 	{"podGroup", podGroup},
 	{"jobSet", jobSet},
+	{"kubeflowJob", kubeflowJob},
 	{"job", batchJob},
 }
 
@@ -138,6 +147,16 @@ func jobSet(pod metav1.Object, _ Lookup) (Gang, bool) {
 	return Gang{Kind: KindJobSet, Namespace: pod.GetNamespace(), Name: name, Job: name}, true
 }
 
+// kubeflowJob: the Training Operator's job-name label (a PyTorchJob's
+// pods). Its replicas are one gang: all of its pods.
+func kubeflowJob(pod metav1.Object, _ Lookup) (Gang, bool) {
+	name := pod.GetLabels()[KubeflowJobNameLabel]
+	if name == "" {
+		return Gang{}, false
+	}
+	return Gang{Kind: KindKubeflowJob, Namespace: pod.GetNamespace(), Name: name, Job: name}, true
+}
+
 // batchJob: the batch/v1 Job label (a Job's pods, the Job not part of a
 // JobSet). A Job has no quorum: all of its pods.
 func batchJob(pod metav1.Object, _ Lookup) (Gang, bool) {
@@ -160,6 +179,8 @@ func (g Gang) MemberLabels() map[string]string {
 		return map[string]string{JobSetNameLabel: g.Name}
 	case KindJob:
 		return map[string]string{JobNameLabel: g.Name}
+	case KindKubeflowJob:
+		return map[string]string{KubeflowJobNameLabel: g.Name}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/progress-planner/planner/pkg/gang"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -55,12 +56,23 @@ func TestFinished(t *testing.T) {
 		}
 		return o
 	}
+	pt := func(typ kftraining.JobConditionType, st corev1.ConditionStatus) client.Object {
+		o := &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", nil)}
+		if typ != "" {
+			o.Status.Conditions = []kftraining.JobCondition{{Type: typ, Status: st}}
+		}
+		return o
+	}
 	tests := []struct {
 		name string
 		a    Adapter
 		obj  client.Object
 		want bool
 	}{
+		{"PyTorchJob running", PyTorchJob{}, pt(kftraining.JobRunning, corev1.ConditionTrue), false},
+		{"PyTorchJob succeeded", PyTorchJob{}, pt(kftraining.JobSucceeded, corev1.ConditionTrue), true},
+		{"PyTorchJob failed", PyTorchJob{}, pt(kftraining.JobFailed, corev1.ConditionTrue), true},
+		{"PyTorchJob suspended", PyTorchJob{}, pt(kftraining.JobSuspended, corev1.ConditionTrue), false},
 		{"TrainJob running", TrainJob{}, tj("", ""), false},
 		{"TrainJob complete", TrainJob{}, tj(trainer.TrainJobComplete, metav1.ConditionTrue), true},
 		{"TrainJob failed", TrainJob{}, tj(trainer.TrainJobFailed, metav1.ConditionTrue), true},
@@ -97,6 +109,8 @@ func TestSuspended(t *testing.T) {
 		{BatchJob{}, &batchv1.Job{}, false, "Job unset"},
 		{JobSet{}, &jobset.JobSet{Spec: jobset.JobSetSpec{Suspend: ptr.To(true)}}, true, "JobSet"},
 		{JobSet{}, &jobset.JobSet{Spec: jobset.JobSetSpec{Suspend: ptr.To(false)}}, false, "JobSet false"},
+		{PyTorchJob{}, &kftraining.PyTorchJob{Spec: kftraining.PyTorchJobSpec{RunPolicy: kftraining.RunPolicy{Suspend: ptr.To(true)}}}, true, "PyTorchJob"},
+		{PyTorchJob{}, &kftraining.PyTorchJob{}, false, "PyTorchJob unset"},
 	} {
 		if got := tt.a.Suspended(tt.obj); got != tt.want {
 			t.Errorf("%s: Suspended = %v, want %v", tt.caption, got, tt.want)
@@ -123,6 +137,8 @@ func TestTracks(t *testing.T) {
 		{"a JobSet's Job", BatchJob{}, &batchv1.Job{ObjectMeta: owned(meta("a", "u", queuedLabels), "JobSet")}, false},
 		{"queued JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: meta("a", "u", queuedLabels)}, true},
 		{"a TrainJob's JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: owned(meta("a", "u", queuedLabels), "TrainJob")}, false},
+		{"queued PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", queuedLabels)}, true},
+		{"unqueued PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", nil)}, false},
 	}
 	for _, tt := range tests {
 		if got := tt.a.Tracks(tt.obj); got != tt.want {
@@ -146,6 +162,8 @@ func TestGangMatchesPods(t *testing.T) {
 			map[string]string{gang.JobNameLabel: "sweep", "batch.kubernetes.io/controller-uid": "u"}},
 		{"JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: meta("pretrain", "u", nil)},
 			map[string]string{gang.JobSetNameLabel: "pretrain", gang.JobNameLabel: "pretrain-workers-0"}},
+		{"PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("bert", "u", nil)},
+			map[string]string{kftraining.JobNameLabel: "bert", kftraining.ReplicaTypeLabel: "master", kftraining.OperatorNameLabel: "pytorchjob-controller"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,7 +291,7 @@ func TestBuilt(t *testing.T) {
 		t.Errorf("Built(nil) = %v", got)
 	}
 	got := Built(NewMemorySource())
-	if k := kinds(got); len(k) != 3 || k[0] != "TrainJob" || k[1] != "Job" || k[2] != "JobSet" {
+	if k := kinds(got); len(k) != 4 || k[0] != "TrainJob" || k[1] != "Job" || k[2] != "JobSet" || k[3] != "PyTorchJob" {
 		t.Errorf("Built(src) = %v", k)
 	}
 	for _, k := range got {

@@ -112,6 +112,7 @@ var builtins = []builtin{
 	{Resource: "trainjobs", New: func(s ReportSource) Adapter { return TrainJob{Reports: s} }},
 	{Resource: "jobs", NeedsReports: true, New: func(s ReportSource) Adapter { return BatchJob{Reports: s} }},
 	{Resource: "jobsets", NeedsReports: true, New: func(s ReportSource) Adapter { return JobSet{Reports: s} }},
+	{Resource: "pytorchjobs", NeedsReports: true, New: func(s ReportSource) Adapter { return PyTorchJob{Reports: s} }},
 }
 
 // Resource names a built kind as the API server serves it.

@@ -23,23 +23,28 @@ type APIStatus struct {
 	Workloads bool
 	// ProgressForecasts: the planner's own CRD (required).
 	ProgressForecasts bool
-	// Jobs: batch/v1 jobs; JobSets: jobset.x-k8s.io/v1alpha2 jobsets. Only
-	// tracked when the planner has a report source (Options.Reports).
-	Jobs, JobSets bool
+	// Kinds: the other built job kinds served (batch/v1 jobs, JobSets,
+	// PyTorchJobs: jobframework.Resources), one bit each in that table's
+	// order (a set that stays comparable). Only tracked when the planner
+	// has a report source (Options.Reports).
+	Kinds uint64
 }
 
-// Serves reports whether k's API is served (a kind not probed is not).
-func (s APIStatus) Serves(k jobframework.Kind) bool {
-	switch k.Resource {
-	case "trainjobs":
+// Serves reports whether the built job kind of this resource is served
+// (a kind not probed is not).
+func (s APIStatus) Serves(resource string) bool {
+	if resource == trainJobsResource {
 		return s.TrainJobs
-	case "jobs":
-		return s.Jobs
-	case "jobsets":
-		return s.JobSets
+	}
+	for i, r := range jobframework.Resources() {
+		if r.Resource == resource {
+			return s.Kinds&(1<<i) != 0
+		}
 	}
 	return false
 }
+
+const trainJobsResource = "trainjobs"
 
 // Missing names the APIs that are not served.
 func (s APIStatus) Missing() []string {
@@ -93,11 +98,17 @@ func ProbeAPIs(d discovery.DiscoveryInterface) (APIStatus, error) {
 	if s.ProgressForecasts, err = served("planner.progress.io/v1alpha1", "progressforecasts", "progressforecasts/status"); err != nil {
 		return s, err
 	}
-	if s.Jobs, err = served("batch/v1", "jobs"); err != nil {
-		return s, err
-	}
-	if s.JobSets, err = served("jobset.x-k8s.io/v1alpha2", "jobsets"); err != nil {
-		return s, err
+	for i, r := range jobframework.Resources() {
+		if r.Resource == trainJobsResource {
+			continue
+		}
+		ok, err := served(r.GroupVersion().String(), r.Resource)
+		if err != nil {
+			return s, err
+		}
+		if ok {
+			s.Kinds |= 1 << i
+		}
 	}
 	return s, nil
 }
@@ -146,8 +157,11 @@ func (w *apiWatcher) check() {
 		w.log.Error(err, "API discovery failed; retrying", "interval", w.interval)
 		return
 	}
-	for label, ok := range map[string]bool{"trainjobs": s.TrainJobs, "workloads": s.Workloads, "progressforecasts": s.ProgressForecasts,
-		"jobs": s.Jobs, "jobsets": s.JobSets} {
+	available := map[string]bool{trainJobsResource: s.TrainJobs, "workloads": s.Workloads, "progressforecasts": s.ProgressForecasts}
+	for _, r := range jobframework.Resources() {
+		available[r.Resource] = s.Serves(r.Resource)
+	}
+	for label, ok := range available {
 		v := 0.0
 		if ok {
 			v = 1

@@ -131,3 +131,19 @@ func TestAPIWatcher(t *testing.T) {
 		t.Error("onChange not retried after an error")
 	}
 }
+
+// Each report-fed kind is probed on its own group-version: a cluster with
+// PyTorchJobs and no JobSets runs the PyTorchJob controller only.
+func TestProbeAPIsJobKinds(t *testing.T) {
+	got, err := ProbeAPIs(fakeDiscovery(merge(trainerAPI, plannerAPI, map[string][]string{
+		"batch/v1": {"jobs", "jobs/status"}, "kubeflow.org/v1": {"pytorchjobs", "tfjobs"},
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for res, want := range map[string]bool{"trainjobs": true, "jobs": true, "jobsets": false, "pytorchjobs": true, "cronjobs": false} {
+		if got.Serves(res) != want {
+			t.Errorf("Serves(%s) = %v, want %v", res, !want, want)
+		}
+	}
+}

@@ -113,6 +113,7 @@ func TestClusterRoleLeastPrivilege(t *testing.T) {
 		"trainer.kubeflow.org/trainjobs":               {"get", "list", "watch"},
 		"batch/jobs":                                   {"get", "list", "watch"}, // job kinds fed by a report source (pkg/jobframework)
 		"jobset.x-k8s.io/jobsets":                      {"get", "list", "watch"},
+		"kubeflow.org/pytorchjobs":                     {"get", "list", "watch"},
 		"kueue.x-k8s.io/workloads":                     {"get", "list", "watch", "patch"},
 		"kueue.x-k8s.io/localqueues":                   {"get", "list", "watch"},
 		"kueue.x-k8s.io/clusterqueues":                 {"get", "list"}, // the report page's quotas (pkg/reportui)

@@ -34,6 +34,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/forecast"
@@ -50,6 +51,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
 	utilruntime.Must(jobset.AddToScheme(s))
+	utilruntime.Must(kftraining.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
@@ -251,7 +253,7 @@ func (p *Planner) apisChanged(s APIStatus) error {
 // Workload watch once Kueue is.
 func (p *Planner) startKind(kc *kindController, s APIStatus) error {
 	gvk := kc.kind.GVK()
-	if kc.ctrl == nil && s.ProgressForecasts && s.Serves(kc.kind) {
+	if kc.ctrl == nil && s.ProgressForecasts && s.Serves(kc.kind.Resource) {
 		opts := controller.Options{MaxConcurrentReconciles: p.opts.Config.Forecast.MaxConcurrentReconciles}
 		if p.opts.SkipNameValidation {
 			opts.SkipNameValidation = ptr.To(true)

@@ -4,8 +4,6 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/progress-planner/planner/pkg/gang"
 )
 
 // Webhook names in the configuration: one per way of opting in.
@@ -22,24 +20,22 @@ const (
 // CAInjector.
 //   - failurePolicy Ignore: the webhook only adds settings, so with it down
 //     pods are admitted unchanged rather than blocked;
-//   - the selectors send only job pods (the Job controller's label) that
-//     opted in, by their namespace's label or by their own (the job's pod
-//     template), so other pods never wait on it;
+//   - the selectors send only pods that opted in, by their namespace's
+//     label or by their own (the job's pod template), so other namespaces'
+//     pods never wait on it; which job a pod belongs to is the handler's
+//     question (the kinds' pod labels differ, and a selector cannot say
+//     "one of these labels");
 //   - reinvocationPolicy IfNeeded: a later webhook adding a container gets
 //     the settings too.
 func Configuration(name string, cc admissionregv1.WebhookClientConfig) *admissionregv1.MutatingWebhookConfiguration {
-	jobPod := metav1.LabelSelectorRequirement{Key: gang.JobNameLabel, Operator: metav1.LabelSelectorOpExists}
+	optedIn := map[string]string{OptInLabel: OptInValue}
 	byNamespace := baseWebhook(WebhookName, cc)
-	byNamespace.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{OptInLabel: OptInValue}}
-	byNamespace.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{jobPod}}
+	byNamespace.NamespaceSelector = &metav1.LabelSelector{MatchLabels: optedIn}
 	byJob := baseWebhook(JobWebhookName, cc)
 	byJob.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: OptInLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{OptInValue},
 	}}}
-	byJob.ObjectSelector = &metav1.LabelSelector{
-		MatchLabels:      map[string]string{OptInLabel: OptInValue},
-		MatchExpressions: []metav1.LabelSelectorRequirement{jobPod},
-	}
+	byJob.ObjectSelector = &metav1.LabelSelector{MatchLabels: optedIn}
 	return &admissionregv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks:   []admissionregv1.MutatingWebhook{byNamespace, byJob},

@@ -20,6 +20,7 @@ const (
 	groupBatch    = "batch"
 	groupJobSet   = "jobset.x-k8s.io"
 	groupTrainJob = "trainer.kubeflow.org"
+	groupKubeflow = "kubeflow.org"
 )
 
 var jobSetGVK = schema.GroupVersionKind{Group: groupJobSet, Version: "v1alpha2", Kind: "JobSet"}
@@ -82,12 +83,15 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// jobOfPod reads the job from the labels the Job and JobSet controllers
-// put on the pods they create: a JobSet's pods carry both, the JobSet's
-// name wins.
+// jobOfPod reads the job from the labels the Job, JobSet and Training
+// Operator controllers put on the pods they create: a JobSet's pods carry
+// both the JobSet's and the Job's, the JobSet's name wins.
 func jobOfPod(pod *corev1.Pod) (Job, bool) {
 	if n := pod.Labels[gang.JobSetNameLabel]; n != "" {
 		return Job{Group: groupJobSet, Name: n}, true
+	}
+	if n := pod.Labels[gang.KubeflowJobNameLabel]; n != "" {
+		return Job{Group: groupKubeflow, Name: n}, true
 	}
 	if n := pod.Labels[gang.JobNameLabel]; n != "" {
 		return Job{Group: groupBatch, Name: n}, true

@@ -72,6 +72,15 @@ func TestHandlerOptedInNamespace(t *testing.T) {
 	}
 }
 
+// A PyTorchJob's pods carry the Training Operator's job-name label.
+func TestHandlerPyTorchJob(t *testing.T) {
+	h := newHandler(t, namespace("in", true))
+	_, url := admit(t, h, "in", map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "worker"})
+	if !strings.HasSuffix(url, "/apis/kubeflow.org/v1/namespaces/in/pytorchjobs/bert/status") {
+		t.Errorf("URL = %q", url)
+	}
+}
+
 // A job opts in alone with the label on its pod template (so on its pods),
 // in a namespace that did not.
 func TestHandlerOptedInJob(t *testing.T) {

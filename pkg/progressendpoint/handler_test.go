@@ -518,3 +518,15 @@ func TestOwnerChainCached(t *testing.T) {
 		t.Error("no reads after ownerCacheTTL: the owner chain must be checked again")
 	}
 }
+
+// StatusPath names a kind by its API group: two built kinds of one group
+// would need the kind too.
+func TestJobKindsHaveDistinctGroups(t *testing.T) {
+	seen := map[string]string{}
+	for _, k := range jobKinds {
+		if other, ok := seen[k.Group]; ok {
+			t.Errorf("kinds %s and %s share group %q: StatusPath cannot tell them apart", other, k.Kind, k.Group)
+		}
+		seen[k.Group] = k.Kind
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
@@ -63,7 +65,28 @@ var (
 			return reporterPod(t, c, child, "batch/v1", "Job")
 		},
 	}
+	pyTorchJobKind = endpointKind{
+		adapter: jobframework.PyTorchJob{}, group: kftraining.GroupVersion.Group,
+		newJob: gpuPyTorchJob,
+		podOf: func(t *testing.T, c client.Client, job client.Object) *corev1.Pod {
+			// The Training Operator's master pod, controlled by the job.
+			return reporterPod(t, c, job, kftraining.SchemeGroupVersion.String(), kftraining.PyTorchJobKind)
+		},
+	}
 )
+
+// gpuPyTorchJob is a PyTorchJob of one master pod asking for gpus GPUs,
+// queued in LocalQueue queue.
+func gpuPyTorchJob(ns, name, queue string, gpus int64) client.Object {
+	tmpl := gpuJob(ns, "", queue, gpus).Spec.Template
+	tmpl.Spec.Containers[0].Name = kftraining.PyTorchJobDefaultContainerName
+	return &kftraining.PyTorchJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
+		Spec: kftraining.PyTorchJobSpec{PyTorchReplicaSpecs: map[kftraining.ReplicaType]*kftraining.ReplicaSpec{
+			kftraining.PyTorchJobReplicaTypeMaster: {Replicas: ptr.To[int32](1), Template: tmpl},
+		}},
+	}
+}
 
 // reporterPod creates the pod owner (of kind apiVersion/kind) runs, run by
 // the reporter ServiceAccount.
@@ -104,11 +127,15 @@ func TestBatchJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, b
 
 func TestJobSetYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, jobSetKind) }
 
+// TestPyTorchJobYieldsThroughEndpoint: the same for a Kubeflow Training
+// Operator v1 PyTorchJob (Kueue's kubeflow.org/pytorchjob integration).
+func TestPyTorchJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, pyTorchJobKind) }
+
 func yieldThroughEndpoint(t *testing.T, k endpointKind) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.Start(t, framework.Options{ExtraCRDPaths: []string{crdDir},
-		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework}})
+		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework, framework.PyTorchJobFramework}})
 	const ns, queue = endpointNS, "gpus"
 	if _, _, err := env.CreateGPUQueue(ctx, ns, queue, 8); err != nil {
 		t.Fatal(err)

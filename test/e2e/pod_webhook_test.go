@@ -76,6 +76,14 @@ func TestPodWebhook(t *testing.T) {
 		pod := createJobSetPod(t, env, "opted-in", "llama")
 		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/trainer.kubeflow.org/v1alpha1/namespaces/opted-in/trainjobs/llama/status")
 	})
+	t.Run("a PyTorchJob's pod gets the PyTorchJob's path", func(t *testing.T) {
+		pod := createAndRead(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "opted-in", Name: "bert-master-0",
+			Labels: map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "master"}}, Spec: testPodSpec()})
+		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/kubeflow.org/v1/namespaces/opted-in/pytorchjobs/bert/status")
+	})
+	t.Run("a pod of no job in an opted-in namespace is untouched", func(t *testing.T) {
+		assertUntouched(t, createAndRead(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "opted-in", Name: "web"}, Spec: testPodSpec()}))
+	})
 	t.Run("a pod of a namespace not opted in is untouched", func(t *testing.T) {
 		assertUntouched(t, createJobPod(t, c, "not-opted-in", "sweep"))
 	})

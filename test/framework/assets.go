@@ -27,6 +27,9 @@ const (
 	kueueModule   = "sigs.k8s.io/kueue"
 	trainerModule = "github.com/kubeflow/trainer/v2"
 	jobsetModule  = "sigs.k8s.io/jobset"
+	// The Training Operator v1 (PyTorchJob), whose Go types Kueue's
+	// kubeflow integrations are built with.
+	trainingOperatorModule = "github.com/kubeflow/training-operator"
 )
 
 // BinaryDir returns the directory holding kube-apiserver and etcd: $PLANNER_TESTBIN
@@ -122,7 +125,7 @@ type manifests struct {
 }
 
 func findManifests() (*manifests, error) {
-	dirs, versions, err := moduleDirsVersions(kueueModule, trainerModule, jobsetModule)
+	dirs, versions, err := moduleDirsVersions(kueueModule, trainerModule, jobsetModule, trainingOperatorModule)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +152,7 @@ func findManifests() (*manifests, error) {
 		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_trainingruntimes.yaml"),
 		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
 		filepath.Join(dirs[jobsetModule], "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"),
+		filepath.Join(dirs[trainingOperatorModule], "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
 	} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("CRD manifest missing: %w", err)
@@ -175,6 +179,9 @@ func servedWebhookGroups(frameworks []string) []string {
 	groups := []string{"-kueue-x-k8s-io-", "-trainer-kubeflow-org-", "-jobset-x-k8s-io-"}
 	if slices.Contains(frameworks, BatchJobFramework) {
 		groups = append(groups, "-batch-v1-job")
+	}
+	if slices.Contains(frameworks, PyTorchJobFramework) {
+		groups = append(groups, "-kubeflow-org-v1-pytorchjob")
 	}
 	return groups
 }

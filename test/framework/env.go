@@ -30,6 +30,8 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 )
 
 // Integration names as Kueue's Configuration spells them.
@@ -39,6 +41,9 @@ const (
 	// BatchJobFramework: batch/v1 Jobs. Not on by default: with it every
 	// Job the tests create goes through Kueue's webhook.
 	BatchJobFramework = "batch/job"
+	// PyTorchJobFramework: Kubeflow Training Operator v1 PyTorchJobs. Not
+	// on by default (Kueue then waits for nothing of theirs).
+	PyTorchJobFramework = "kubeflow.org/pytorchjob"
 )
 
 // Options tune a control plane. The zero value is what the e2e suites use.
@@ -105,6 +110,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(kueue.AddToScheme(s))
 	utilruntime.Must(kftrainer.AddToScheme(s))
 	utilruntime.Must(jobsetapi.AddToScheme(s))
+	utilruntime.Must(kftraining.AddToScheme(s))
 	return s
 }
 

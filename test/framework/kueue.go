@@ -30,6 +30,7 @@ import (
 	// integration is linked in.
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/pytorchjob"
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs/trainjob"
 )
 
