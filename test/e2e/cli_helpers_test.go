@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,4 +80,27 @@ func runCLI(ctx context.Context, t *testing.T, bin string, args ...string) strin
 		t.Fatalf("%s %v: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, err, out.String(), errOut.String())
 	}
 	return out.String()
+}
+
+// freeLoopbackPort is a loopback TCP port free when asked (a server that
+// must be told its port up front takes it).
+func freeLoopbackPort(tb testing.TB) int {
+	tb.Helper()
+	return freeLoopback(tb).Port
+}
+
+// freeLoopbackAddr is freeLoopbackPort as an address, 127.0.0.1:PORT.
+func freeLoopbackAddr(tb testing.TB) string {
+	tb.Helper()
+	return freeLoopback(tb).String()
+}
+
+func freeLoopback(tb testing.TB) *net.TCPAddr {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr)
 }

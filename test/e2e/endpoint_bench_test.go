@@ -236,14 +236,8 @@ func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Durat
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
-	endpointAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
+	metricsAddr := freeLoopbackAddr(b)
+	endpointAddr := freeLoopbackAddr(b)
 	const serviceName, secretName = "progress-planner-progress", "progress-planner-progress-tls"
 	cfgFile := filepath.Join(tmp, "planner.yaml")
 	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1

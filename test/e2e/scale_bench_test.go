@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -338,10 +337,7 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	if os.Getenv("PLANNER_SCALE_WORKERS") != "" {
 		workersYAML = fmt.Sprintf("forecast:\n  maxConcurrentReconciles: %d\n", scaleEnvInt(b, "PLANNER_SCALE_WORKERS", 0))
 	}
-	metricsAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
+	metricsAddr := freeLoopbackAddr(b)
 	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
 kind: PlannerConfiguration
 leaderElection:
@@ -612,16 +608,6 @@ policy:
 		byMethod := counterDelta(fams["rest_client_requests_total"], metrics0["rest_client_requests_total"], func(l map[string]string) string { return l["method"] })
 		b.Logf("planner API requests by method (window): %v", byMethod)
 	}
-}
-
-// freeLocalAddr returns a free 127.0.0.1 port.
-func freeLocalAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {

@@ -150,16 +150,6 @@ func refusedOffLoopback(t *testing.T, port string) {
 	t.Logf("the live page refused port %s on %d non-loopback address(es)", port, tried)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestLivePageInBrowser runs `planner run --ui-addr` (the built binary)
 // against the control plane with two ClusterQueues and three TrainJobs (two
 // reporting progress, one waiting), loads the live page in headless
@@ -191,7 +181,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfgPath, cfgYAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := freeLoopbackAddr(t)
 	logf, err := os.Create(filepath.Join(tmp, "planner.log"))
 	if err != nil {
 		t.Fatal(err)
