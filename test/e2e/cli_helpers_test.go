@@ -32,8 +32,8 @@ var (
 // plannerBinary builds the planner binary (go build, cached by the Go
 // build cache) and returns its path; kubectl-planner beside it is a
 // symlink to it, the kubectl plugin name.
-func plannerBinary(t *testing.T) string {
-	t.Helper()
+func plannerBinary(tb testing.TB) string {
+	tb.Helper()
 	plannerBinOnce.Do(func() {
 		plannerBinDir, plannerBinErr = os.MkdirTemp("", "planner-e2e-bin-")
 		if plannerBinErr != nil {
@@ -47,7 +47,7 @@ func plannerBinary(t *testing.T) string {
 		}
 	})
 	if plannerBinErr != nil {
-		t.Fatalf("build the planner binary: %v\n%s", plannerBinErr, plannerBinOut)
+		tb.Fatalf("build the planner binary: %v\n%s", plannerBinErr, plannerBinOut)
 	}
 	return filepath.Join(plannerBinDir, "planner")
 }

@@ -105,11 +105,8 @@ func BenchmarkProgressEndpointLoad(b *testing.B) {
 
 func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Duration, keepAlive bool) {
 	tmp := b.TempDir()
-	bin := filepath.Join(tmp, "planner")
 	buildStart := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/planner").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
-	}
+	bin := plannerBinary(b)
 	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
 
 	env := framework.Start(b, framework.Options{ExtraCRDPaths: []string{crdDir},

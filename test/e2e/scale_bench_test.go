@@ -98,11 +98,8 @@ func BenchmarkPlannerScale(b *testing.B) {
 
 func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Duration) {
 	tmp := b.TempDir()
-	bin := filepath.Join(tmp, "planner")
 	buildStart := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/planner").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
-	}
+	bin := plannerBinary(b)
 	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
 
 	opts := framework.Options{ExtraCRDPaths: []string{crdDir}}
