@@ -14,14 +14,12 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -263,23 +261,9 @@ progressEndpoint:
 	defer logFile.Close()
 	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
 	args = append(args, strings.Fields(os.Getenv("PLANNER_ENDPOINT_ARGS"))...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	pid := cmd.Process.Pid
+	planner := startPlannerProcess(b, bin, args, logFile)
+	defer planner.Stop()
+	pid := planner.Pid()
 	b.Logf("planner pid %d, endpoint https://%s, metrics %s, log %s", pid, endpointAddr, metricsAddr, logPath)
 
 	// The clients trust only the CA the planner wrote into its Secret.
@@ -391,8 +375,8 @@ progressEndpoint:
 
 	select {
 	case <-time.After(warmup):
-	case err := <-exited:
-		b.Fatalf("planner exited during the warm-up: %v (log %s)", err, logPath)
+	case <-planner.Exited():
+		b.Fatalf("planner exited during the warm-up: %v (log %s)", planner.Err(), logPath)
 	}
 	cpu0, err := procCPUSeconds(pid)
 	if err != nil {
@@ -418,8 +402,8 @@ progressEndpoint:
 
 	select {
 	case <-time.After(duration):
-	case err := <-exited:
-		b.Fatalf("planner exited during the measurement: %v (log %s)", err, logPath)
+	case <-planner.Exited():
+		b.Fatalf("planner exited during the measurement: %v (log %s)", planner.Err(), logPath)
 	}
 	cpu1, err := procCPUSeconds(pid)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -454,45 +453,25 @@ const leaderLeaseDuration = 6 * time.Second
 
 // replica is a `planner run` subprocess.
 type replica struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
+	name string
+	*plannerProcess
+	log string
 }
 
 func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *replica {
 	t.Helper()
-	r := &replica{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	r := &replica{name: name, log: filepath.Join(dir, name+".log")}
 	f, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig, "--log-format", "text")
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	r.plannerProcess = startPlannerProcess(t, bin, []string{"run", "--config", config, "--kubeconfig", kubeconfig, "--log-format", "text"}, f)
 	_ = f.Close()
-	go func() { _ = r.cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
-		select {
-		case <-r.exited:
-		default:
-			_ = r.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-r.exited:
-			case <-time.After(30 * time.Second):
-				_ = r.cmd.Process.Kill()
-				<-r.exited
-			}
-		}
+		r.StopWith(syscall.SIGTERM, 30*time.Second)
 		if t.Failed() {
 			b, _ := os.ReadFile(r.log)
-			lines := strings.Split(string(b), "\n")
-			if len(lines) > 40 {
-				lines = lines[len(lines)-40:]
-			}
-			t.Logf("last lines of %s (%s):\n%s", name, r.log, strings.Join(lines, "\n"))
+			t.Logf("last lines of %s (%s):\n%s", name, r.log, tail(string(b), 40))
 		}
 	})
 	return r
@@ -502,15 +481,6 @@ func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *repl
 func (r *replica) acquired() bool {
 	b, _ := os.ReadFile(r.log)
 	return strings.Contains(strings.ToLower(string(b)), "successfully acquired lease")
-}
-
-func (r *replica) running() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // TestFaultLeaderKilled: two `planner run` replicas with leader election
@@ -545,8 +515,8 @@ func TestFaultLeaderKilled(t *testing.T) {
 	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var holders []*replica
 		for _, r := range replicas {
-			if !r.running() {
-				return false, fmt.Errorf("%s exited: %v", r.name, r.cmd.ProcessState)
+			if !r.Running() {
+				return false, fmt.Errorf("%s exited: %v", r.name, r.State())
 			}
 			if r.acquired() {
 				holders = append(holders, r)
@@ -568,8 +538,8 @@ func TestFaultLeaderKilled(t *testing.T) {
 		t.Fatalf("no leader: %v", err)
 	}
 	holder0 := ptrString(lease.Spec.HolderIdentity)
-	t.Logf("leader %s (pid %d, lease holder %s), follower %s (pid %d)", leader.name, leader.cmd.Process.Pid, holder0,
-		follower.name, follower.cmd.Process.Pid)
+	t.Logf("leader %s (pid %d, lease holder %s), follower %s (pid %d)", leader.name, leader.Pid(), holder0,
+		follower.name, follower.Pid())
 
 	all := history(t, "synth__early-plateau").Reports
 	cut1, cut2, cut3 := int(float64(len(all))*0.4), int(float64(len(all))*0.55), int(float64(len(all))*0.86)
@@ -594,14 +564,13 @@ func TestFaultLeaderKilled(t *testing.T) {
 	rest := replay(ctx, t, c, tj, all[cut1:cut2])
 	time.Sleep(2 * time.Second)
 	killAt := time.Now()
-	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-leader.exited
 	var takeover time.Duration
 	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		if !follower.running() {
-			return false, fmt.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+		if !follower.Running() {
+			return false, fmt.Errorf("%s exited: %v", follower.name, follower.State())
 		}
 		if !follower.acquired() {
 			return false, nil
@@ -679,8 +648,8 @@ func TestFaultLeaderKilled(t *testing.T) {
 	mon.mu.Lock()
 	t.Logf("boost annotation changes on the Workload: %d (values %q)", len(mon.boosts)-1, mon.boosts)
 	mon.mu.Unlock()
-	if !follower.running() {
-		t.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+	if !follower.Running() {
+		t.Errorf("%s exited: %v", follower.name, follower.State())
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -356,23 +355,9 @@ policy:
 	defer logFile.Close()
 	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
 	args = append(args, strings.Fields(os.Getenv("PLANNER_SCALE_ARGS"))...) // e.g. "-v 3"
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	pid := cmd.Process.Pid
+	planner := startPlannerProcess(b, bin, args, logFile)
+	defer planner.Stop()
+	pid := planner.Pid()
 	b.Logf("planner pid %d, log %s", pid, logPath)
 
 	// The driver: job j writes at offset j*period/jobs in every period.
@@ -428,8 +413,8 @@ policy:
 
 	select {
 	case <-time.After(warmup):
-	case err := <-exited:
-		b.Fatalf("planner exited during the warm-up: %v (log %s)", err, logPath)
+	case <-planner.Exited():
+		b.Fatalf("planner exited during the warm-up: %v (log %s)", planner.Err(), logPath)
 	}
 	cpu0, err := procCPUSeconds(pid)
 	if err != nil {
@@ -480,8 +465,8 @@ policy:
 
 	select {
 	case <-time.After(duration):
-	case err := <-exited:
-		b.Fatalf("planner exited during the measurement: %v (log %s)", err, logPath)
+	case <-planner.Exited():
+		b.Fatalf("planner exited during the measurement: %v (log %s)", planner.Err(), logPath)
 	}
 	cpu1, err := procCPUSeconds(pid)
 	if err != nil {

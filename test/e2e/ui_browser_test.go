@@ -191,21 +191,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", ":"+port, "--ui-refresh", "2s", "--log-format", "text")
-	run.Stdout, run.Stderr = logf, logf
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
+	run := startPlannerProcess(t, bin, []string{"run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", ":" + port, "--ui-refresh", "2s", "--log-format", "text"}, logf)
 	t.Cleanup(func() {
-		_ = run.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = run.Process.Kill()
-			<-exited
-		}
+		run.StopWith(os.Interrupt, 20*time.Second)
 		logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
