@@ -27,7 +27,6 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
-	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/test/framework"
@@ -61,7 +60,7 @@ func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []pr
 	t.Helper()
 	env := plannerEnv(t)
 	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
-	c, exited := runPlannerWatched(ctx, t, env, testConfig())
+	c, _, exited := runPlannerExit(ctx, t, env.Config, env.Config, kueueext.Options{Config: testConfig(), SkipNameValidation: true}, 60*time.Second)
 	s := &faultScenario{env: env, c: c, tj: tj, wl: wl, exited: exited}
 	all := history(t, "synth__early-plateau").Reports
 	s.reports = len(all)
@@ -154,57 +153,6 @@ func (s *faultScenario) afterFault(ctx context.Context, t *testing.T, rest []pro
 	default:
 	}
 	s.mon.check(t, noFlap)
-}
-
-// runPlannerWatched runs the planner's manager like runPlanner and also
-// returns a channel that receives its exit (the manager must not exit while
-// the test runs: an in-process "crash loop" would show there).
-func runPlannerWatched(ctx context.Context, t *testing.T, env *framework.Env, cfg plannerconfig.Config) (client.Client, <-chan error) {
-	t.Helper()
-	mgr, err := kueueext.NewManager(env.Config, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg, SkipNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		err := mgr.Start(mctx)
-		if mctx.Err() == nil {
-			exited <- fmt.Errorf("manager returned %v while the test ran", err)
-		}
-		done <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("planner manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("planner manager did not stop within 30s")
-		}
-	})
-	if _, err := framework.Poll(ctx, 60*time.Second, func(context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			return false, err
-		default:
-		}
-		return p.Started(), nil
-	}); err != nil {
-		t.Fatalf("planner controller not started: %v", err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, exited
 }
 
 // pfMonitor polls the ProgressForecast and the Workload every 200 ms from
