@@ -53,10 +53,10 @@ type faultScenario struct {
 }
 
 // startFaultScenario starts a control plane, an admitted 8-GPU job, the
-// planner, and replays the first 40 % of synth__early-plateau, waiting until
-// the planner has observed most of it (it coalesces status changes it sees
-// together: about 35 of 40) and has decided.
-func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []progress.FileReport) {
+// planner (its manager in-process), and replays the first 40 % of
+// synth__early-plateau (replayBefore). It returns the reports to replay
+// after the fault and the ProgressForecast before it.
+func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []progress.FileReport, *v1alpha1.ProgressForecast) {
 	t.Helper()
 	env := plannerEnv(t)
 	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
@@ -65,14 +65,64 @@ func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []pr
 	all := history(t, "synth__early-plateau").Reports
 	s.reports = len(all)
 	cut1, cut2 := int(float64(len(all))*0.4), int(float64(len(all))*0.86)
-	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
-		t.Fatalf("replay before the fault: %v", err)
+	before := s.replayBefore(ctx, t, all[:cut1], "the fault")
+	return s, all[cut1:cut2], before
+}
+
+// replayBefore replays the reports before the fault (named by fault in the
+// messages), waits until the planner has observed most of them (it
+// coalesces status changes it sees together: about 35 of 40) and has
+// decided, starts the monitor, and returns the ProgressForecast once the
+// last forecast has landed.
+func (s *faultScenario) replayBefore(ctx context.Context, t *testing.T, reports []progress.FileReport, fault string) *v1alpha1.ProgressForecast {
+	t.Helper()
+	if err := <-replay(ctx, t, s.c, s.tj, reports); err != nil {
+		t.Fatalf("replay before %s: %v", fault, err)
 	}
-	waitPF(ctx, t, c, tj, plannerBound, "reports before the fault folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.Observations >= int64(cut1*3/4) && pf.Status.Decision != nil
+	waitPF(ctx, t, s.c, s.tj, plannerBound, "reports before "+fault+" folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Observations >= int64(len(reports)*3/4) && pf.Status.Decision != nil
 	})
-	s.mon = startPFMonitor(ctx, t, env.Config, tj, wl)
-	return s, all[cut1:cut2]
+	s.mon = startPFMonitor(ctx, t, s.env.Config, s.tj, s.wl)
+	time.Sleep(1500 * time.Millisecond) // a forecast per second: let the last one land
+	return snapshotPF(ctx, t, s.c, s.tj)
+}
+
+// faultTest is a fault test on the scenario of startFaultScenario: the
+// fault, then the rest of the history replayed and checked (afterFault, no
+// flap). R is what inject reports of the fault.
+type faultTest[R any] struct {
+	name    string // the fault in the logs: "the outage"
+	failing string // what inject does, in its error: "restarting kube-apiserver"
+	// inject makes the fault, for d, and returns once it has ended: a
+	// method of framework.Env.
+	inject func(e *framework.Env, ctx context.Context, d time.Duration) (R, error)
+	d      time.Duration
+	// ended logs and checks the fault itself, right after it ended.
+	ended func(ctx context.Context, s *faultScenario, r R, faultAt, faultEnd time.Time)
+	// logBoosts logs the planner's boost Events at the end.
+	logBoosts bool
+}
+
+func (f faultTest[R]) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s, rest, before := startFaultScenario(ctx, t)
+	errs0 := reconcileErrors()
+	t.Logf("before %s: %d observations, revision %d, verdict %s, reconcile errors %v",
+		f.name, before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
+	faultAt := time.Now()
+	r, err := f.inject(s.env, ctx, f.d)
+	if err != nil {
+		t.Fatalf("%s: %v", f.failing, err)
+	}
+	faultEnd := time.Now()
+	f.ended(ctx, s, r, faultAt, faultEnd)
+	s.afterFault(ctx, t, rest, faultEnd, before, true)
+	if f.logBoosts {
+		logBoostEvents(ctx, t, s.c, s.tj)
+	}
+	t.Logf("planner reconcile errors (process-wide counter): %v before %s, %v at the end; manager exits: 0", errs0, f.name, reconcileErrors())
 }
 
 // afterFault replays the rest of the history after the fault ended at
@@ -302,72 +352,46 @@ func snapshotPF(ctx context.Context, t *testing.T, c client.Client, tj *kftraine
 
 // TestFaultAPIServerRestart: kube-apiserver stopped for 20 s mid-run and
 // started again on the same port with the same etcd.
+//
+// No flap: while the planner cannot see reports (the outage plus its
+// watches' relist backoff, over 45 s on this machine) the job's silence is
+// the planner's blindness, not the job's (preempt Facts.WatchingSince), so
+// it is not judged Hung meanwhile.
 func TestFaultAPIServerRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	s, rest := startFaultScenario(ctx, t)
-	time.Sleep(1500 * time.Millisecond) // a forecast per second: let the last one land
-	before := snapshotPF(ctx, t, s.c, s.tj)
-	errs0 := reconcileErrors()
-	t.Logf("before the outage: %d observations, revision %d, verdict %s, reconcile errors %v",
-		before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
-
 	const down = 20 * time.Second
-	faultAt := time.Now()
-	r, err := s.env.RestartAPIServer(ctx, down)
-	if err != nil {
-		t.Fatalf("restarting kube-apiserver: %v", err)
-	}
-	faultEnd := time.Now()
-	how := "exited after SIGTERM"
-	if r.Killed {
-		how = fmt.Sprintf("killed with SIGKILL (not exited %v after SIGTERM)", framework.APIServerStopGrace)
-	}
-	t.Logf("kube-apiserver pid %d %s in %v, down %v, pid %d ready in %v (fault %v in all)",
-		r.OldPID, how, r.Stop.Round(time.Millisecond), r.Down.Round(time.Millisecond), r.NewPID, r.Ready.Round(time.Millisecond),
-		faultEnd.Sub(faultAt).Round(time.Millisecond))
-	if r.Down < down {
-		t.Errorf("kube-apiserver down %v, want ≥ %v", r.Down, down)
-	}
-	// No flap: while the planner cannot see reports (the outage plus its
-	// watches' relist backoff, over 45 s on this machine) the job's
-	// silence is the planner's blindness, not the job's (preempt
-	// Facts.WatchingSince), so it is not judged Hung meanwhile.
-	s.afterFault(ctx, t, rest, faultEnd, before, true)
-	logBoostEvents(ctx, t, s.c, s.tj)
-	t.Logf("planner reconcile errors (process-wide counter): %v before the outage, %v at the end; manager exits: 0", errs0, reconcileErrors())
+	faultTest[framework.APIServerRestart]{name: "the outage", failing: "restarting kube-apiserver",
+		inject: (*framework.Env).RestartAPIServer, d: down, logBoosts: true,
+		ended: func(_ context.Context, _ *faultScenario, r framework.APIServerRestart, faultAt, faultEnd time.Time) {
+			how := "exited after SIGTERM"
+			if r.Killed {
+				how = fmt.Sprintf("killed with SIGKILL (not exited %v after SIGTERM)", framework.APIServerStopGrace)
+			}
+			t.Logf("kube-apiserver pid %d %s in %v, down %v, pid %d ready in %v (fault %v in all)",
+				r.OldPID, how, r.Stop.Round(time.Millisecond), r.Down.Round(time.Millisecond), r.NewPID, r.Ready.Round(time.Millisecond),
+				faultEnd.Sub(faultAt).Round(time.Millisecond))
+			if r.Down < down {
+				t.Errorf("kube-apiserver down %v, want ≥ %v", r.Down, down)
+			}
+		},
+	}.run(t)
 }
 
 // TestFaultEtcdFreeze: etcd stopped with SIGSTOP for 10 s mid-run, then
 // resumed.
 func TestFaultEtcdFreeze(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	s, rest := startFaultScenario(ctx, t)
-	time.Sleep(1500 * time.Millisecond)
-	before := snapshotPF(ctx, t, s.c, s.tj)
-	errs0 := reconcileErrors()
-	t.Logf("before the freeze: %d observations, revision %d, verdict %s, reconcile errors %v",
-		before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
-
-	const frozen = 10 * time.Second
-	faultAt := time.Now()
-	pid, err := s.env.FreezeEtcd(ctx, frozen)
-	if err != nil {
-		t.Fatalf("freezing etcd: %v", err)
-	}
-	faultEnd := time.Now()
-	t.Logf("etcd pid %d frozen for %v", pid, faultEnd.Sub(faultAt).Round(time.Millisecond))
-	// The apiserver answers again once etcd does.
-	var ready time.Duration
-	if ready, err = framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		return s.c.Get(ctx, client.ObjectKeyFromObject(s.tj), &kftrainer.TrainJob{}) == nil, nil
-	}); err != nil {
-		t.Fatalf("the apiserver did not answer after the freeze: %v", err)
-	}
-	t.Logf("a read succeeded %v after SIGCONT", ready.Round(time.Millisecond))
-	s.afterFault(ctx, t, rest, faultEnd, before, true)
-	t.Logf("planner reconcile errors (process-wide counter): %v before the freeze, %v at the end; manager exits: 0", errs0, reconcileErrors())
+	faultTest[int]{name: "the freeze", failing: "freezing etcd", inject: (*framework.Env).FreezeEtcd, d: 10 * time.Second,
+		ended: func(ctx context.Context, s *faultScenario, pid int, faultAt, faultEnd time.Time) {
+			t.Logf("etcd pid %d frozen for %v", pid, faultEnd.Sub(faultAt).Round(time.Millisecond))
+			// The apiserver answers again once etcd does.
+			ready, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+				return s.c.Get(ctx, client.ObjectKeyFromObject(s.tj), &kftrainer.TrainJob{}) == nil, nil
+			})
+			if err != nil {
+				t.Fatalf("the apiserver did not answer after the freeze: %v", err)
+			}
+			t.Logf("a read succeeded %v after SIGCONT", ready.Round(time.Millisecond))
+		},
+	}.run(t)
 }
 
 // leaderConfig is testConfig as a PlannerConfiguration file, with leader
@@ -491,15 +515,9 @@ func TestFaultLeaderKilled(t *testing.T) {
 
 	all := history(t, "synth__early-plateau").Reports
 	cut1, cut2, cut3 := int(float64(len(all))*0.4), int(float64(len(all))*0.55), int(float64(len(all))*0.86)
-	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
-		t.Fatalf("replay before the kill: %v", err)
-	}
-	waitPF(ctx, t, c, tj, plannerBound, "reports before the kill folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.Observations >= int64(cut1*3/4) && pf.Status.Decision != nil
-	})
-	mon := startPFMonitor(ctx, t, env.Config, tj, wl)
-	time.Sleep(1500 * time.Millisecond)
-	before := snapshotPF(ctx, t, c, tj)
+	s := &faultScenario{env: env, c: c, tj: tj, wl: wl}
+	before := s.replayBefore(ctx, t, all[:cut1], "the kill")
+	mon := s.mon
 	nBefore, err := storedPoints(before)
 	if err != nil {
 		t.Fatalf("stored history before the kill does not decode: %v", err)
