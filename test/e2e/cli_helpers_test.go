@@ -55,16 +55,16 @@ func plannerBinary(tb testing.TB) string {
 }
 
 // writeKubeconfig writes a kubeconfig for rc (context "e2e").
-func writeKubeconfig(t *testing.T, rc *rest.Config) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
+func writeKubeconfig(tb testing.TB, rc *rest.Config) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "kubeconfig")
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
 	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData, Token: rc.BearerToken}
 	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
 	kc.CurrentContext = "e2e"
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return path
 }
