@@ -480,6 +480,7 @@ type plannerBench struct {
 // startPlannerBench builds the planner and starts a control plane with
 // opts; the context ends after timeout or when cancel is called.
 func startPlannerBench(b *testing.B, opts framework.Options, timeout time.Duration) (*plannerBench, context.CancelFunc) {
+	b.Helper()
 	pb := &plannerBench{tmp: b.TempDir()}
 	buildStart := time.Now()
 	pb.bin = plannerBinary(b)
@@ -532,6 +533,7 @@ func forEachParallel(n int, fn func(j int) error) error {
 
 // waitAdmitted waits until Kueue has admitted n Workloads in ns.
 func (pb *plannerBench) waitAdmitted(b *testing.B, ns string, n int) {
+	b.Helper()
 	admitStart := time.Now()
 	if _, err := framework.Poll(pb.ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
 		var wls kueue.WorkloadList
@@ -566,6 +568,7 @@ type benchPlanner struct {
 // argsEnv; its log in logName-PID.log in the temporary directory (kept
 // after the run). stop ends it.
 func (pb *plannerBench) startPlanner(b *testing.B, extraYAML, logName, argsEnv string) *benchPlanner {
+	b.Helper()
 	kubeconfig := writeKubeconfig(b, pb.env.Config)
 	metricsAddr := freeLoopbackAddr(b)
 	cfgFile := filepath.Join(pb.tmp, "planner.yaml")
@@ -602,6 +605,7 @@ func (p *benchPlanner) stop() {
 // waitRunning waits for d; the planner exiting meanwhile (during says
 // when) fails the benchmark.
 func (p *benchPlanner) waitRunning(b *testing.B, d time.Duration, during string) {
+	b.Helper()
 	select {
 	case <-time.After(d):
 	case <-p.Exited():
@@ -612,6 +616,7 @@ func (p *benchPlanner) waitRunning(b *testing.B, d time.Duration, during string)
 // metrics scrapes the planner's metrics; a failure is logged (when says
 // which scrape) and gives nil.
 func (p *benchPlanner) metrics(ctx context.Context, b *testing.B, when string) map[string]*dto.MetricFamily {
+	b.Helper()
 	fams, err := scrapeMetrics(ctx, "http://"+p.metricsAddr+"/metrics")
 	if err != nil {
 		b.Logf("planner metrics %s: %v", when, err)
@@ -634,6 +639,7 @@ type benchWindow struct {
 // startWindow starts the measurement window; self names this process
 // among the others.
 func (p *benchPlanner) startWindow(ctx context.Context, b *testing.B, self string) *benchWindow {
+	b.Helper()
 	w := &benchWindow{planner: p, others: controlPlanePIDs(), othersCPU0: map[string]float64{}}
 	var err error
 	if w.cpu0, err = procCPUSeconds(p.Pid()); err != nil {
@@ -652,6 +658,7 @@ func (p *benchPlanner) startWindow(ctx context.Context, b *testing.B, self strin
 // plannerUsage is the planner's CPU seconds since the window's start and
 // its VmHWM (the whole run) in MiB.
 func (w *benchWindow) plannerUsage(b *testing.B) (cpuSeconds, maxRSSMiB float64) {
+	b.Helper()
 	cpu1, err := procCPUSeconds(w.planner.Pid())
 	if err != nil {
 		b.Fatal(err)
@@ -677,6 +684,7 @@ func (w *benchWindow) othersCores(wall float64) map[string]float64 {
 
 // logOthers logs othersCores' answer.
 func (w *benchWindow) logOthers(b *testing.B, cores map[string]float64) {
+	b.Helper()
 	for _, name := range slices.Sorted(maps.Keys(cores)) {
 		b.Logf("%s (pid %d): %.3f cores", name, w.others[name], cores[name])
 	}
