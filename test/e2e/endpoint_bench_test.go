@@ -14,14 +14,10 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,15 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
 	"github.com/progress-planner/planner/test/framework"
@@ -104,25 +94,11 @@ func BenchmarkProgressEndpointLoad(b *testing.B) {
 }
 
 func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Duration, keepAlive bool) {
-	tmp := b.TempDir()
-	bin := filepath.Join(tmp, "planner")
-	buildStart := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/planner").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
-	}
-	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
-
-	env := framework.Start(b, framework.Options{ExtraCRDPaths: []string{crdDir},
-		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework}})
-	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+30*time.Minute)
+	pb, cancel := startPlannerBench(b, framework.Options{ExtraCRDPaths: []string{crdDir},
+		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework}},
+		warmup+duration+30*time.Minute)
 	defer cancel()
-
-	dcfg := rest.CopyConfig(env.Config)
-	dcfg.QPS, dcfg.Burst = 5000, 10000
-	dc, err := client.New(dcfg, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	env, ctx, dcfg, dc := pb.env, pb.ctx, pb.dcfg, pb.dc
 	cs, err := kubernetes.NewForConfig(dcfg)
 	if err != nil {
 		b.Fatal(err)
@@ -139,36 +115,11 @@ func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Durat
 		b.Fatal(err)
 	}
 
-	names := make([]string, jobs)
-	for i := range names {
-		names[i] = fmt.Sprintf("job-%04d", i)
-	}
-	// parallel runs fn for every job index, 16 at a time; the first error wins.
-	parallel := func(fn func(j int) error) error {
-		var firstErr atomic.Value
-		work := make(chan int)
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Go(func() {
-				for j := range work {
-					if err := fn(j); err != nil {
-						firstErr.CompareAndSwap(nil, err)
-					}
-				}
-			})
-		}
-		for j := range names {
-			work <- j
-		}
-		close(work)
-		wg.Wait()
-		err, _ := firstErr.Load().(error)
-		return err
-	}
+	names := benchJobNames(jobs)
 
 	createStart := time.Now()
 	uids := make([]metav1.ObjectMeta, jobs)
-	if err := parallel(func(j int) error {
+	if err := forEachParallel(jobs, func(j int) error {
 		job := gpuJob(ns, names[j], queue, 1)
 		job.Spec.Template.Spec.ServiceAccountName = "reporter"
 		if err := dc.Create(ctx, job); err != nil {
@@ -180,30 +131,14 @@ func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Durat
 		b.Fatal(err)
 	}
 	b.Logf("created %d Jobs in %v", jobs, time.Since(createStart).Round(time.Second))
-	admitStart := time.Now()
-	if _, err := framework.Poll(ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
-		var wls kueue.WorkloadList
-		if err := dc.List(ctx, &wls, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		admitted := 0
-		for i := range wls.Items {
-			if framework.WorkloadAdmitted(&wls.Items[i]) {
-				admitted++
-			}
-		}
-		return admitted >= jobs, nil
-	}); err != nil {
-		b.Fatalf("waiting for Kueue to admit %d Workloads: %v", jobs, err)
-	}
-	b.Logf("Kueue admitted all %d Workloads in %v", jobs, time.Since(admitStart).Round(time.Second))
+	pb.waitAdmitted(b, ns, jobs)
 
 	// A pod per admitted Job, as the Job controller would create it, and
 	// a token bound to it, as the kubelet asks for a projected volume.
 	podStart := time.Now()
 	tokens := make([]string, jobs)
 	tokenTTL := int64(max(3600, (warmup + duration + 10*time.Minute).Seconds()))
-	if err := parallel(func(j int) error {
+	if err := forEachParallel(jobs, func(j int) error {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[j] + "-0", OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "batch/v1", Kind: "Job", Name: names[j], UID: uids[j].UID, Controller: ptr.To(true)}}},
@@ -227,69 +162,17 @@ func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Durat
 	b.Logf("created %d pods and their tokens in %v", jobs, time.Since(podStart).Round(time.Second))
 
 	// Start `planner run` as its own process, the endpoint on.
-	kubeconfig := filepath.Join(tmp, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
-	endpointAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
+	endpointAddr := freeLoopbackAddr(b)
 	const serviceName, secretName = "progress-planner-progress", "progress-planner-progress-tls"
-	cfgFile := filepath.Join(tmp, "planner.yaml")
-	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
-kind: PlannerConfiguration
-leaderElection:
-  enabled: false
-metrics:
-  bindAddress: "`+metricsAddr+`"
-health:
-  bindAddress: "0"
-policy:
-  mode: enforce
-progressEndpoint:
+	planner := pb.startPlanner(b, `progressEndpoint:
   bindAddress: "`+endpointAddr+`"
   serviceName: `+serviceName+`
   certNamespace: `+certNS+`
   certSecretName: `+secretName+`
-`), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("planner-endpoint-load-%d.log", os.Getpid()))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
-	args = append(args, strings.Fields(os.Getenv("PLANNER_ENDPOINT_ARGS"))...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	pid := cmd.Process.Pid
-	b.Logf("planner pid %d, endpoint https://%s, metrics %s, log %s", pid, endpointAddr, metricsAddr, logPath)
+`, "planner-endpoint-load", "PLANNER_ENDPOINT_ARGS")
+	defer planner.stop()
+	logPath := planner.logPath
+	b.Logf("planner pid %d, endpoint https://%s, metrics %s, log %s", planner.Pid(), endpointAddr, planner.metricsAddr, logPath)
 
 	// The clients trust only the CA the planner wrote into its Secret.
 	var caPEM []byte
@@ -367,22 +250,12 @@ progressEndpoint:
 		dwg.Go(func() {
 			hc := newClient()
 			defer hc.CloseIdleConnections()
-			next := driveStart.Add(time.Duration(int64(period) * int64(j) / int64(jobs)))
-			for k := 1; ; k++ {
-				select {
-				case <-driveCtx.Done():
-					return
-				case <-time.After(time.Until(next)):
-				}
-				next = next.Add(period)
-				for !next.After(time.Now()) { // fell behind: skip slots
-					next = next.Add(period)
-				}
+			paced(driveCtx, driveStart.Add(time.Duration(int64(period)*int64(j)/int64(jobs))), period, func(k int) bool {
 				sent := time.Now()
 				code, err := post(driveCtx, hc, j, k)
 				lat := time.Since(sent).Seconds()
 				if err != nil && driveCtx.Err() != nil {
-					return
+					return false
 				}
 				smu.Lock()
 				samples = append(samples, sample{at: sent, lat: lat, code: code})
@@ -394,62 +267,26 @@ progressEndpoint:
 					errMsgs[msg]++
 				}
 				smu.Unlock()
-			}
+				return true
+			})
 		})
 	}
 
-	select {
-	case <-time.After(warmup):
-	case err := <-exited:
-		b.Fatalf("planner exited during the warm-up: %v (log %s)", err, logPath)
-	}
-	cpu0, err := procCPUSeconds(pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	others := controlPlanePIDs()
-	others["this test process (Kueue, clients)"] = os.Getpid()
-	othersCPU0 := map[string]float64{}
-	for name, p := range others {
-		if c, err := procCPUSeconds(p); err == nil {
-			othersCPU0[name] = c
-		}
-	}
-	metrics0, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics")
-	if err != nil {
-		b.Logf("planner metrics at the window's start: %v", err)
-	}
+	planner.waitRunning(b, warmup, "during the warm-up")
+	w := planner.startWindow(ctx, b, "this test process (Kueue, clients)")
+	metrics0 := w.metrics0
 	winStart := time.Now()
 	smu.Lock()
 	warm := len(samples)
 	smu.Unlock()
 	b.Logf("warm-up done: %d posts; measuring for %v", warm, duration)
 
-	select {
-	case <-time.After(duration):
-	case err := <-exited:
-		b.Fatalf("planner exited during the measurement: %v (log %s)", err, logPath)
-	}
-	cpu1, err := procCPUSeconds(pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	hwm, err := procStatusKiB(pid, "VmHWM")
-	if err != nil {
-		b.Fatal(err)
-	}
+	planner.waitRunning(b, duration, "during the measurement")
+	cpu, rssMiB := w.plannerUsage(b)
 	winEnd := time.Now()
 	wall := winEnd.Sub(winStart).Seconds()
-	metrics1, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics")
-	if err != nil {
-		b.Logf("planner metrics at the window's end: %v", err)
-	}
-	othersCores := map[string]float64{}
-	for name, p := range others {
-		if c, err := procCPUSeconds(p); err == nil {
-			othersCores[name] = (c - othersCPU0[name]) / wall
-		}
-	}
+	metrics1 := planner.metrics(ctx, b, "at the window's end")
+	othersCores := w.othersCores(wall)
 	stopDriving()
 	dwg.Wait()
 
@@ -478,8 +315,7 @@ progressEndpoint:
 			non200 += n
 		}
 	}
-	cores := (cpu1 - cpu0) / wall
-	rssMiB := float64(hwm) / 1024
+	cores := cpu / wall
 	b.ReportMetric(cores, "planner-cores")
 	b.ReportMetric(rssMiB, "planner-maxrss-MiB")
 	b.ReportMetric(1000*quantile(lat, 0.50), "p50-ms")
@@ -500,10 +336,8 @@ progressEndpoint:
 	}
 	b.Logf("client-side POST latency (answered, %d): p50 %.1f ms p90 %.1f ms p99 %.1f ms max %.1f ms",
 		len(lat), 1000*quantile(lat, 0.5), 1000*quantile(lat, 0.9), 1000*quantile(lat, 0.99), 1000*quantile(lat, 1))
-	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu1-cpu0, wall, rssMiB)
-	for _, name := range slices.Sorted(maps.Keys(othersCores)) {
-		b.Logf("%s (pid %d): %.3f cores", name, others[name], othersCores[name])
-	}
+	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu, wall, rssMiB)
+	w.logOthers(b, othersCores)
 	if metrics1 != nil {
 		if q, n, ok := histQuantiles(metrics1["planner_update_to_decision_seconds"], metrics0["planner_update_to_decision_seconds"], "", 0.5, 0.99); ok {
 			b.ReportMetric(q[1], "p99-decision-s")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,7 +27,6 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/kueueext"
-	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/test/framework"
@@ -55,26 +53,76 @@ type faultScenario struct {
 }
 
 // startFaultScenario starts a control plane, an admitted 8-GPU job, the
-// planner, and replays the first 40 % of synth__early-plateau, waiting until
-// the planner has observed most of it (it coalesces status changes it sees
-// together: about 35 of 40) and has decided.
-func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []progress.FileReport) {
+// planner (its manager in-process), and replays the first 40 % of
+// synth__early-plateau (replayBefore). It returns the reports to replay
+// after the fault and the ProgressForecast before it.
+func startFaultScenario(ctx context.Context, t *testing.T) (*faultScenario, []progress.FileReport, *v1alpha1.ProgressForecast) {
 	t.Helper()
 	env := plannerEnv(t)
 	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
-	c, exited := runPlannerWatched(ctx, t, env, testConfig())
+	c, _, exited := runPlannerExit(ctx, t, env.Config, env.Config, kueueext.Options{Config: testConfig(), SkipNameValidation: true}, 60*time.Second)
 	s := &faultScenario{env: env, c: c, tj: tj, wl: wl, exited: exited}
 	all := history(t, "synth__early-plateau").Reports
 	s.reports = len(all)
 	cut1, cut2 := int(float64(len(all))*0.4), int(float64(len(all))*0.86)
-	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
-		t.Fatalf("replay before the fault: %v", err)
+	before := s.replayBefore(ctx, t, all[:cut1], "the fault")
+	return s, all[cut1:cut2], before
+}
+
+// replayBefore replays the reports before the fault (named by fault in the
+// messages), waits until the planner has observed most of them (it
+// coalesces status changes it sees together: about 35 of 40) and has
+// decided, starts the monitor, and returns the ProgressForecast once the
+// last forecast has landed.
+func (s *faultScenario) replayBefore(ctx context.Context, t *testing.T, reports []progress.FileReport, fault string) *v1alpha1.ProgressForecast {
+	t.Helper()
+	if err := <-replay(ctx, t, s.c, s.tj, reports); err != nil {
+		t.Fatalf("replay before %s: %v", fault, err)
 	}
-	waitPF(ctx, t, c, tj, plannerBound, "reports before the fault folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.Observations >= int64(cut1*3/4) && pf.Status.Decision != nil
+	waitPF(ctx, t, s.c, s.tj, plannerBound, "reports before "+fault+" folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
+		return pf.Status.Observations >= int64(len(reports)*3/4) && pf.Status.Decision != nil
 	})
-	s.mon = startPFMonitor(ctx, t, env.Config, tj, wl)
-	return s, all[cut1:cut2]
+	s.mon = startPFMonitor(ctx, t, s.env.Config, s.tj, s.wl)
+	time.Sleep(1500 * time.Millisecond) // a forecast per second: let the last one land
+	return snapshotPF(ctx, t, s.c, s.tj)
+}
+
+// faultTest is a fault test on the scenario of startFaultScenario: the
+// fault, then the rest of the history replayed and checked (afterFault, no
+// flap). R is what inject reports of the fault.
+type faultTest[R any] struct {
+	name    string // the fault in the logs: "the outage"
+	failing string // what inject does, in its error: "restarting kube-apiserver"
+	// inject makes the fault, for d, and returns once it has ended: a
+	// method of framework.Env.
+	inject func(e *framework.Env, ctx context.Context, d time.Duration) (R, error)
+	d      time.Duration
+	// ended logs and checks the fault itself, right after it ended.
+	ended func(ctx context.Context, s *faultScenario, r R, faultAt, faultEnd time.Time)
+	// logBoosts logs the planner's boost Events at the end.
+	logBoosts bool
+}
+
+func (f faultTest[R]) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s, rest, before := startFaultScenario(ctx, t)
+	errs0 := reconcileErrors()
+	t.Logf("before %s: %d observations, revision %d, verdict %s, reconcile errors %v",
+		f.name, before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
+	faultAt := time.Now()
+	r, err := f.inject(s.env, ctx, f.d)
+	if err != nil {
+		t.Fatalf("%s: %v", f.failing, err)
+	}
+	faultEnd := time.Now()
+	f.ended(ctx, s, r, faultAt, faultEnd)
+	s.afterFault(ctx, t, rest, faultEnd, before, true)
+	if f.logBoosts {
+		logBoostEvents(ctx, t, s.c, s.tj)
+	}
+	t.Logf("planner reconcile errors (process-wide counter): %v before %s, %v at the end; manager exits: 0", errs0, f.name, reconcileErrors())
 }
 
 // afterFault replays the rest of the history after the fault ended at
@@ -155,57 +203,6 @@ func (s *faultScenario) afterFault(ctx context.Context, t *testing.T, rest []pro
 	default:
 	}
 	s.mon.check(t, noFlap)
-}
-
-// runPlannerWatched runs the planner's manager like runPlanner and also
-// returns a channel that receives its exit (the manager must not exit while
-// the test runs: an in-process "crash loop" would show there).
-func runPlannerWatched(ctx context.Context, t *testing.T, env *framework.Env, cfg plannerconfig.Config) (client.Client, <-chan error) {
-	t.Helper()
-	mgr, err := kueueext.NewManager(env.Config, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kueueext.Setup(mgr, kueueext.Options{Config: cfg, SkipNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		err := mgr.Start(mctx)
-		if mctx.Err() == nil {
-			exited <- fmt.Errorf("manager returned %v while the test ran", err)
-		}
-		done <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("planner manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("planner manager did not stop within 30s")
-		}
-	})
-	if _, err := framework.Poll(ctx, 60*time.Second, func(context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			return false, err
-		default:
-		}
-		return p.Started(), nil
-	}); err != nil {
-		t.Fatalf("planner controller not started: %v", err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, exited
 }
 
 // pfMonitor polls the ProgressForecast and the Workload every 200 ms from
@@ -355,72 +352,46 @@ func snapshotPF(ctx context.Context, t *testing.T, c client.Client, tj *kftraine
 
 // TestFaultAPIServerRestart: kube-apiserver stopped for 20 s mid-run and
 // started again on the same port with the same etcd.
+//
+// No flap: while the planner cannot see reports (the outage plus its
+// watches' relist backoff, over 45 s on this machine) the job's silence is
+// the planner's blindness, not the job's (preempt Facts.WatchingSince), so
+// it is not judged Hung meanwhile.
 func TestFaultAPIServerRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	s, rest := startFaultScenario(ctx, t)
-	time.Sleep(1500 * time.Millisecond) // a forecast per second: let the last one land
-	before := snapshotPF(ctx, t, s.c, s.tj)
-	errs0 := reconcileErrors()
-	t.Logf("before the outage: %d observations, revision %d, verdict %s, reconcile errors %v",
-		before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
-
 	const down = 20 * time.Second
-	faultAt := time.Now()
-	r, err := s.env.RestartAPIServer(ctx, down)
-	if err != nil {
-		t.Fatalf("restarting kube-apiserver: %v", err)
-	}
-	faultEnd := time.Now()
-	how := "exited after SIGTERM"
-	if r.Killed {
-		how = fmt.Sprintf("killed with SIGKILL (not exited %v after SIGTERM)", framework.APIServerStopGrace)
-	}
-	t.Logf("kube-apiserver pid %d %s in %v, down %v, pid %d ready in %v (fault %v in all)",
-		r.OldPID, how, r.Stop.Round(time.Millisecond), r.Down.Round(time.Millisecond), r.NewPID, r.Ready.Round(time.Millisecond),
-		faultEnd.Sub(faultAt).Round(time.Millisecond))
-	if r.Down < down {
-		t.Errorf("kube-apiserver down %v, want ≥ %v", r.Down, down)
-	}
-	// No flap: while the planner cannot see reports (the outage plus its
-	// watches' relist backoff, over 45 s on this machine) the job's
-	// silence is the planner's blindness, not the job's (preempt
-	// Facts.WatchingSince), so it is not judged Hung meanwhile.
-	s.afterFault(ctx, t, rest, faultEnd, before, true)
-	logBoostEvents(ctx, t, s.c, s.tj)
-	t.Logf("planner reconcile errors (process-wide counter): %v before the outage, %v at the end; manager exits: 0", errs0, reconcileErrors())
+	faultTest[framework.APIServerRestart]{name: "the outage", failing: "restarting kube-apiserver",
+		inject: (*framework.Env).RestartAPIServer, d: down, logBoosts: true,
+		ended: func(_ context.Context, _ *faultScenario, r framework.APIServerRestart, faultAt, faultEnd time.Time) {
+			how := "exited after SIGTERM"
+			if r.Killed {
+				how = fmt.Sprintf("killed with SIGKILL (not exited %v after SIGTERM)", framework.APIServerStopGrace)
+			}
+			t.Logf("kube-apiserver pid %d %s in %v, down %v, pid %d ready in %v (fault %v in all)",
+				r.OldPID, how, r.Stop.Round(time.Millisecond), r.Down.Round(time.Millisecond), r.NewPID, r.Ready.Round(time.Millisecond),
+				faultEnd.Sub(faultAt).Round(time.Millisecond))
+			if r.Down < down {
+				t.Errorf("kube-apiserver down %v, want ≥ %v", r.Down, down)
+			}
+		},
+	}.run(t)
 }
 
 // TestFaultEtcdFreeze: etcd stopped with SIGSTOP for 10 s mid-run, then
 // resumed.
 func TestFaultEtcdFreeze(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	s, rest := startFaultScenario(ctx, t)
-	time.Sleep(1500 * time.Millisecond)
-	before := snapshotPF(ctx, t, s.c, s.tj)
-	errs0 := reconcileErrors()
-	t.Logf("before the freeze: %d observations, revision %d, verdict %s, reconcile errors %v",
-		before.Status.Observations, before.Status.Revision, before.Status.Verdict, errs0)
-
-	const frozen = 10 * time.Second
-	faultAt := time.Now()
-	pid, err := s.env.FreezeEtcd(ctx, frozen)
-	if err != nil {
-		t.Fatalf("freezing etcd: %v", err)
-	}
-	faultEnd := time.Now()
-	t.Logf("etcd pid %d frozen for %v", pid, faultEnd.Sub(faultAt).Round(time.Millisecond))
-	// The apiserver answers again once etcd does.
-	var ready time.Duration
-	if ready, err = framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		return s.c.Get(ctx, client.ObjectKeyFromObject(s.tj), &kftrainer.TrainJob{}) == nil, nil
-	}); err != nil {
-		t.Fatalf("the apiserver did not answer after the freeze: %v", err)
-	}
-	t.Logf("a read succeeded %v after SIGCONT", ready.Round(time.Millisecond))
-	s.afterFault(ctx, t, rest, faultEnd, before, true)
-	t.Logf("planner reconcile errors (process-wide counter): %v before the freeze, %v at the end; manager exits: 0", errs0, reconcileErrors())
+	faultTest[int]{name: "the freeze", failing: "freezing etcd", inject: (*framework.Env).FreezeEtcd, d: 10 * time.Second,
+		ended: func(ctx context.Context, s *faultScenario, pid int, faultAt, faultEnd time.Time) {
+			t.Logf("etcd pid %d frozen for %v", pid, faultEnd.Sub(faultAt).Round(time.Millisecond))
+			// The apiserver answers again once etcd does.
+			ready, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+				return s.c.Get(ctx, client.ObjectKeyFromObject(s.tj), &kftrainer.TrainJob{}) == nil, nil
+			})
+			if err != nil {
+				t.Fatalf("the apiserver did not answer after the freeze: %v", err)
+			}
+			t.Logf("a read succeeded %v after SIGCONT", ready.Round(time.Millisecond))
+		},
+	}.run(t)
 }
 
 // leaderConfig is testConfig as a PlannerConfiguration file, with leader
@@ -454,45 +425,25 @@ const leaderLeaseDuration = 6 * time.Second
 
 // replica is a `planner run` subprocess.
 type replica struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
+	name string
+	*plannerProcess
+	log string
 }
 
 func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *replica {
 	t.Helper()
-	r := &replica{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	r := &replica{name: name, log: filepath.Join(dir, name+".log")}
 	f, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(bin, "run", "--config", config, "--kubeconfig", kubeconfig, "--log-format", "text")
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	r.plannerProcess = startPlannerProcess(t, bin, []string{"run", "--config", config, "--kubeconfig", kubeconfig, "--log-format", "text"}, f)
 	_ = f.Close()
-	go func() { _ = r.cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
-		select {
-		case <-r.exited:
-		default:
-			_ = r.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-r.exited:
-			case <-time.After(30 * time.Second):
-				_ = r.cmd.Process.Kill()
-				<-r.exited
-			}
-		}
+		r.StopWith(syscall.SIGTERM, 30*time.Second)
 		if t.Failed() {
 			b, _ := os.ReadFile(r.log)
-			lines := strings.Split(string(b), "\n")
-			if len(lines) > 40 {
-				lines = lines[len(lines)-40:]
-			}
-			t.Logf("last lines of %s (%s):\n%s", name, r.log, strings.Join(lines, "\n"))
+			t.Logf("last lines of %s (%s):\n%s", name, r.log, tail(string(b), 40))
 		}
 	})
 	return r
@@ -502,15 +453,6 @@ func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *repl
 func (r *replica) acquired() bool {
 	b, _ := os.ReadFile(r.log)
 	return strings.Contains(strings.ToLower(string(b)), "successfully acquired lease")
-}
-
-func (r *replica) running() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // TestFaultLeaderKilled: two `planner run` replicas with leader election
@@ -545,8 +487,8 @@ func TestFaultLeaderKilled(t *testing.T) {
 	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var holders []*replica
 		for _, r := range replicas {
-			if !r.running() {
-				return false, fmt.Errorf("%s exited: %v", r.name, r.cmd.ProcessState)
+			if !r.Running() {
+				return false, fmt.Errorf("%s exited: %v", r.name, r.State())
 			}
 			if r.acquired() {
 				holders = append(holders, r)
@@ -568,20 +510,14 @@ func TestFaultLeaderKilled(t *testing.T) {
 		t.Fatalf("no leader: %v", err)
 	}
 	holder0 := ptrString(lease.Spec.HolderIdentity)
-	t.Logf("leader %s (pid %d, lease holder %s), follower %s (pid %d)", leader.name, leader.cmd.Process.Pid, holder0,
-		follower.name, follower.cmd.Process.Pid)
+	t.Logf("leader %s (pid %d, lease holder %s), follower %s (pid %d)", leader.name, leader.Pid(), holder0,
+		follower.name, follower.Pid())
 
 	all := history(t, "synth__early-plateau").Reports
 	cut1, cut2, cut3 := int(float64(len(all))*0.4), int(float64(len(all))*0.55), int(float64(len(all))*0.86)
-	if err := <-replay(ctx, t, c, tj, all[:cut1]); err != nil {
-		t.Fatalf("replay before the kill: %v", err)
-	}
-	waitPF(ctx, t, c, tj, plannerBound, "reports before the kill folded in and decided", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.Observations >= int64(cut1*3/4) && pf.Status.Decision != nil
-	})
-	mon := startPFMonitor(ctx, t, env.Config, tj, wl)
-	time.Sleep(1500 * time.Millisecond)
-	before := snapshotPF(ctx, t, c, tj)
+	s := &faultScenario{env: env, c: c, tj: tj, wl: wl}
+	before := s.replayBefore(ctx, t, all[:cut1], "the kill")
+	mon := s.mon
 	nBefore, err := storedPoints(before)
 	if err != nil {
 		t.Fatalf("stored history before the kill does not decode: %v", err)
@@ -594,14 +530,13 @@ func TestFaultLeaderKilled(t *testing.T) {
 	rest := replay(ctx, t, c, tj, all[cut1:cut2])
 	time.Sleep(2 * time.Second)
 	killAt := time.Now()
-	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-leader.exited
 	var takeover time.Duration
 	if _, err := framework.Poll(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		if !follower.running() {
-			return false, fmt.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+		if !follower.Running() {
+			return false, fmt.Errorf("%s exited: %v", follower.name, follower.State())
 		}
 		if !follower.acquired() {
 			return false, nil
@@ -679,8 +614,8 @@ func TestFaultLeaderKilled(t *testing.T) {
 	mon.mu.Lock()
 	t.Logf("boost annotation changes on the Workload: %d (values %q)", len(mon.boosts)-1, mon.boosts)
 	mon.mu.Unlock()
-	if !follower.running() {
-		t.Errorf("%s exited: %v", follower.name, follower.cmd.ProcessState)
+	if !follower.Running() {
+		t.Errorf("%s exited: %v", follower.name, follower.State())
 	}
 }
 

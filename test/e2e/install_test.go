@@ -195,10 +195,7 @@ func TestChartInstallDefault(t *testing.T) {
 	forbidden.Store(0) // that probe was meant to be refused
 
 	a, _, wlA, _ := runningAndPending(ctx, t, env, "")
-	metricsAddr, err := freeLocalAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	metricsAddr := freeLoopbackAddr(t)
 	cfg.Metrics.BindAddress = metricsAddr
 	c, _ := runPlanner(ctx, t, rc, env.Config, cfg, 60*time.Second, kueueext.WithSecureMetrics(""))
 	replayDone := replay(ctx, t, c, a, prefix(history(t, "synth__early-plateau").Reports, 0.9))
@@ -337,10 +334,7 @@ func TestSecureMetrics(t *testing.T) {
 	serverSideApply(ctx, t, env, renderKustomization(t, "../../config/default", ""))
 	cfg := testConfig()
 	cfg.LeaderElection.Enabled, cfg.LeaderElection.Namespace = true, ns
-	addr, err := freeLocalAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := freeLoopbackAddr(t)
 	cfg.Metrics.BindAddress = addr
 	var forbidden atomic.Int64
 	var lastForbidden atomic.Value

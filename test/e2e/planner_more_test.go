@@ -62,6 +62,16 @@ func runPlanner(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *re
 func runPlannerWith(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, opts kueueext.Options,
 	startTimeout time.Duration, mopts ...kueueext.ManagerOption) (client.Client, func()) {
 	t.Helper()
+	c, stop, _ := runPlannerExit(ctx, t, rc, adminCfg, opts, startTimeout, mopts...)
+	return c, stop
+}
+
+// runPlannerExit is runPlannerWith that also returns a channel that
+// receives the manager's exit, should it exit before stop (an in-process
+// "crash loop" would show there).
+func runPlannerExit(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg *rest.Config, opts kueueext.Options,
+	startTimeout time.Duration, mopts ...kueueext.ManagerOption) (client.Client, func(), <-chan error) {
+	t.Helper()
 	cfg := opts.Config
 	mgr, err := kueueext.NewManager(rc, cfg, mopts...)
 	if err != nil {
@@ -73,7 +83,14 @@ func runPlannerWith(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
+	exited := make(chan error, 1)
+	go func() {
+		err := mgr.Start(mctx)
+		if mctx.Err() == nil {
+			exited <- fmt.Errorf("manager returned %v while the test ran", err)
+		}
+		done <- err
+	}()
 	var stopped atomic.Bool
 	stop := func() {
 		if stopped.Swap(true) {
@@ -92,8 +109,8 @@ func runPlannerWith(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg
 	t.Cleanup(stop)
 	if _, err := framework.Poll(ctx, startTimeout, func(context.Context) (bool, error) {
 		select {
-		case err := <-done:
-			return false, fmt.Errorf("planner manager exited: %v", err)
+		case err := <-exited:
+			return false, err
 		default:
 		}
 		return p.Started(), nil
@@ -104,7 +121,7 @@ func runPlannerWith(ctx context.Context, t *testing.T, rc *rest.Config, adminCfg
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, stop
+	return c, stop, exited
 }
 
 func boostValue(wl *kueue.Workload) (int, bool) {

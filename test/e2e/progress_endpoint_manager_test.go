@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -95,26 +94,4 @@ func TestProgressEndpointInManager(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no ProgressReportForbidden Event on y from the manager's recorder: %v", err)
 	}
-}
-
-// freeLoopbackPort is a loopback TCP port free when asked (a server that
-// must be told its port up front takes it).
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,8 +29,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -98,14 +94,6 @@ func BenchmarkPlannerScale(b *testing.B) {
 }
 
 func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Duration) {
-	tmp := b.TempDir()
-	bin := filepath.Join(tmp, "planner")
-	buildStart := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/planner").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/planner: %v\n%s", err, out)
-	}
-	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
-
 	opts := framework.Options{ExtraCRDPaths: []string{crdDir}}
 	if parent := os.Getenv("PLANNER_SCALE_ETCD_PARENT"); parent != "" {
 		// e.g. /dev/shm: etcd's data in memory, so the disk of a shared
@@ -118,17 +106,9 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		opts.EtcdDataDir = dir
 		b.Logf("etcd data in %s", dir)
 	}
-	env := framework.Start(b, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), warmup+duration+30*time.Minute)
+	pb, cancel := startPlannerBench(b, opts, warmup+duration+30*time.Minute)
 	defer cancel()
-
-	// The driver's own client: no client-side rate limit worth the name.
-	dcfg := rest.CopyConfig(env.Config)
-	dcfg.QPS, dcfg.Burst = 5000, 10000
-	dc, err := client.New(dcfg, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	env, ctx, dcfg, dc := pb.env, pb.ctx, pb.dcfg, pb.dc
 	ns, queue := "scale", "scale"
 	if _, err := env.InstallTorchRuntime(ctx); err != nil {
 		b.Fatal(err)
@@ -139,48 +119,15 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 
 	// Create the TrainJobs, 16 at a time.
 	createStart := time.Now()
-	names := make([]string, jobs)
-	for i := range names {
-		names[i] = fmt.Sprintf("job-%04d", i)
-	}
-	var createErr atomic.Value
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for name := range work {
-				if _, err := env.CreateTrainJob(ctx, ns, name, queue, 1, ""); err != nil {
-					createErr.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	for _, n := range names {
-		work <- n
-	}
-	close(work)
-	wg.Wait()
-	if err, _ := createErr.Load().(error); err != nil {
+	names := benchJobNames(jobs)
+	if err := forEachParallel(jobs, func(j int) error {
+		_, err := env.CreateTrainJob(ctx, ns, names[j], queue, 1, "")
+		return err
+	}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("created %d TrainJobs in %v", jobs, time.Since(createStart).Round(time.Second))
-	admitStart := time.Now()
-	if _, err := framework.Poll(ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
-		var wls kueue.WorkloadList
-		if err := dc.List(ctx, &wls, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		admitted := 0
-		for i := range wls.Items {
-			if framework.WorkloadAdmitted(&wls.Items[i]) {
-				admitted++
-			}
-		}
-		return admitted >= jobs, nil
-	}); err != nil {
-		b.Fatalf("waiting for Kueue to admit %d Workloads: %v", jobs, err)
-	}
-	b.Logf("Kueue admitted all %d Workloads in %v", jobs, time.Since(admitStart).Round(time.Second))
+	pb.waitAdmitted(b, ns, jobs)
 
 	// acks[j][k] is when the driver sent job j's report k (current_step =
 	// 10k) and when the API server acknowledged it; zero when not (yet)
@@ -324,63 +271,13 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	}
 
 	// Start `planner run` as its own process.
-	kubeconfig := filepath.Join(tmp, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	cfgFile := filepath.Join(tmp, "planner.yaml")
 	workersYAML := "" // the default
 	if os.Getenv("PLANNER_SCALE_WORKERS") != "" {
 		workersYAML = fmt.Sprintf("forecast:\n  maxConcurrentReconciles: %d\n", scaleEnvInt(b, "PLANNER_SCALE_WORKERS", 0))
 	}
-	metricsAddr, err := freeLocalAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
-kind: PlannerConfiguration
-leaderElection:
-  enabled: false
-metrics:
-  bindAddress: "`+metricsAddr+`"
-health:
-  bindAddress: "0"
-policy:
-  mode: enforce
-`+workersYAML), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("planner-scale-%d.log", os.Getpid()))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
-	args = append(args, strings.Fields(os.Getenv("PLANNER_SCALE_ARGS"))...) // e.g. "-v 3"
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	pid := cmd.Process.Pid
-	b.Logf("planner pid %d, log %s", pid, logPath)
+	planner := pb.startPlanner(b, workersYAML, "planner-scale", "PLANNER_SCALE_ARGS") // e.g. "-v 3"
+	defer planner.stop()
+	b.Logf("planner pid %d, log %s", planner.Pid(), planner.logPath)
 
 	// The driver: job j writes at offset j*period/jobs in every period.
 	driveCtx, stopDriving := context.WithCancel(ctx)
@@ -395,17 +292,7 @@ policy:
 		dwg.Go(func() {
 			key := client.ObjectKey{Namespace: ns, Name: name}
 			offset := time.Duration(int64(period) * int64(j) / int64(jobs))
-			next := driveStart.Add(offset)
-			for k := 1; ; k++ {
-				select {
-				case <-driveCtx.Done():
-					return
-				case <-time.After(time.Until(next)):
-				}
-				next = next.Add(period)
-				for !next.After(time.Now()) { // fell behind: skip slots
-					next = next.Add(period)
-				}
+			paced(driveCtx, driveStart.Add(offset), period, func(k int) bool {
 				r := scaleReport(k)
 				sent := time.Now()
 				n, err := statusreplay.Run(driveCtx, dc, key, []progress.FileReport{r}, statusreplay.Options{})
@@ -414,7 +301,7 @@ policy:
 					if driveCtx.Err() == nil {
 						failed.Add(1)
 					}
-					continue
+					return true
 				}
 				written.Add(1)
 				ja := acks[j]
@@ -429,33 +316,15 @@ policy:
 					writeLat = append(writeLat, ack.Sub(sent).Seconds())
 					wmu.Unlock()
 				}
-			}
+				return true
+			})
 		})
 	}
 
-	select {
-	case <-time.After(warmup):
-	case err := <-exited:
-		b.Fatalf("planner exited during the warm-up: %v (log %s)", err, logPath)
-	}
-	cpu0, err := procCPUSeconds(pid)
-	if err != nil {
-		b.Fatal(err)
-	}
+	planner.waitRunning(b, warmup, "during the warm-up")
 	// Who else uses the 2 cores: the control plane's processes and this
 	// one (Kueue in-process, the driver, the benchmark's watch).
-	others := controlPlanePIDs()
-	others["this test process (Kueue, driver, watch)"] = os.Getpid()
-	othersCPU0 := map[string]float64{}
-	for name, p := range others {
-		if c, err := procCPUSeconds(p); err == nil {
-			othersCPU0[name] = c
-		}
-	}
-	metrics0, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics")
-	if err != nil {
-		b.Logf("planner metrics at the window's start: %v", err)
-	}
+	w := planner.startWindow(ctx, b, "this test process (Kueue, driver, watch)")
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -485,19 +354,8 @@ policy:
 	mu.Unlock()
 	b.Logf("warm-up done: %d ProgressForecasts, %d writes, %d failed; measuring for %v", pfs, written0, failed.Load(), duration)
 
-	select {
-	case <-time.After(duration):
-	case err := <-exited:
-		b.Fatalf("planner exited during the measurement: %v (log %s)", err, logPath)
-	}
-	cpu1, err := procCPUSeconds(pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	hwm, err := procStatusKiB(pid, "VmHWM")
-	if err != nil {
-		b.Fatal(err)
-	}
+	planner.waitRunning(b, duration, "during the measurement")
+	cpu, rssMiB := w.plannerUsage(b)
 	mu.Lock()
 	winEnd = time.Now()
 	wall := winEnd.Sub(winStart).Seconds()
@@ -520,8 +378,7 @@ policy:
 	wl := slices.Clone(writeLat)
 	wmu.Unlock()
 	slices.Sort(wl)
-	cores := (cpu1 - cpu0) / wall
-	rssMiB := float64(hwm) / 1024
+	cores := cpu / wall
 	b.ReportMetric(quantile(lat, 0.99), "p99-latency-s")
 	b.ReportMetric(quantile(lat, 0.50), "p50-latency-s")
 	b.ReportMetric(cores, "planner-cores")
@@ -544,12 +401,8 @@ policy:
 	b.Logf("until the decision was visible in the ProgressForecast: p50 %.2fs p90 %.2fs p99 %.2fs max %.2fs",
 		quantile(vis, 0.5), quantile(vis, 0.9), quantile(vis, 0.99), quantile(vis, 1))
 	b.Logf("trainerStatus write ack: p50 %.3fs p99 %.3fs", quantile(wl, 0.5), quantile(wl, 0.99))
-	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu1-cpu0, wall, rssMiB)
-	for name, p := range others {
-		if c, err := procCPUSeconds(p); err == nil {
-			b.Logf("%s (pid %d): %.3f cores", name, p, (c-othersCPU0[name])/wall)
-		}
-	}
+	b.Logf("planner: %.3f cores (%.1f CPU-s over %.0fs), max RSS %.1f MiB", cores, cpu, wall, rssMiB)
+	w.logOthers(b, w.othersCores(wall))
 	// The API server's view of the same window.
 	api1 := apiMetrics()
 	if api1 != nil {
@@ -594,34 +447,267 @@ policy:
 	// Where the time goes inside the planner (over the window: the
 	// difference of two scrapes; quantiles interpolated within histogram
 	// buckets).
-	if fams, err := scrapeMetrics(ctx, "http://"+metricsAddr+"/metrics"); err != nil {
-		b.Logf("planner metrics: %v", err)
-	} else {
+	if fams := planner.metrics(ctx, b, "at the window's end"); fams != nil {
 		for _, h := range []struct{ family, label, what string }{
 			{"planner_update_to_decision_seconds", "", "watch delivery of the newest report → decision"},
 			{"workqueue_queue_duration_seconds", "trainjob-progress", "TrainJob workqueue wait"},
 			{"workqueue_work_duration_seconds", "trainjob-progress", "TrainJob reconcile"},
 		} {
-			if q, n, ok := histQuantiles(fams[h.family], metrics0[h.family], h.label, 0.5, 0.99); ok {
+			if q, n, ok := histQuantiles(fams[h.family], w.metrics0[h.family], h.label, 0.5, 0.99); ok {
 				b.Logf("planner %s: p50 %.3fs p99 %.3fs (%d)", h.what, q[0], q[1], n)
 				if h.family == "planner_update_to_decision_seconds" {
 					b.ReportMetric(q[1], "p99-planner-s") // the planner's own part
 				}
 			}
 		}
-		byMethod := counterDelta(fams["rest_client_requests_total"], metrics0["rest_client_requests_total"], func(l map[string]string) string { return l["method"] })
+		byMethod := counterDelta(fams["rest_client_requests_total"], w.metrics0["rest_client_requests_total"], func(l map[string]string) string { return l["method"] })
 		b.Logf("planner API requests by method (window): %v", byMethod)
 	}
 }
 
-// freeLocalAddr returns a free 127.0.0.1 port.
-func freeLocalAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// plannerBench is what the planner benchmarks (BenchmarkPlannerScale,
+// BenchmarkProgressEndpointLoad) share: the planner binary, a control
+// plane, the run's context and the driver's own client.
+type plannerBench struct {
+	bin  string
+	tmp  string
+	env  *framework.Env
+	ctx  context.Context
+	dcfg *rest.Config // the driver's: no client-side rate limit worth the name
+	dc   client.Client
+}
+
+// startPlannerBench builds the planner and starts a control plane with
+// opts; the context ends after timeout or when cancel is called.
+func startPlannerBench(b *testing.B, opts framework.Options, timeout time.Duration) (*plannerBench, context.CancelFunc) {
+	b.Helper()
+	pb := &plannerBench{tmp: b.TempDir()}
+	buildStart := time.Now()
+	pb.bin = plannerBinary(b)
+	b.Logf("built the planner in %v", time.Since(buildStart).Round(time.Second))
+	pb.env = framework.Start(b, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	pb.ctx = ctx
+	pb.dcfg = rest.CopyConfig(pb.env.Config)
+	pb.dcfg.QPS, pb.dcfg.Burst = 5000, 10000
+	var err error
+	if pb.dc, err = client.New(pb.dcfg, client.Options{Scheme: kueueext.NewScheme()}); err != nil {
+		cancel()
+		b.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return pb, cancel
+}
+
+// benchJobNames are the benchmark's job names: job-0000, job-0001, …
+func benchJobNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+	}
+	return names
+}
+
+// forEachParallel runs fn for every j in [0, n), 16 at a time; the first
+// error wins.
+func forEachParallel(n int, fn func(j int) error) error {
+	var firstErr atomic.Value
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for j := range work {
+				if err := fn(j); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	for j := range n {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	err, _ := firstErr.Load().(error)
+	return err
+}
+
+// waitAdmitted waits until Kueue has admitted n Workloads in ns.
+func (pb *plannerBench) waitAdmitted(b *testing.B, ns string, n int) {
+	b.Helper()
+	admitStart := time.Now()
+	if _, err := framework.Poll(pb.ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
+		var wls kueue.WorkloadList
+		if err := pb.dc.List(ctx, &wls, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		admitted := 0
+		for i := range wls.Items {
+			if framework.WorkloadAdmitted(&wls.Items[i]) {
+				admitted++
+			}
+		}
+		return admitted >= n, nil
+	}); err != nil {
+		b.Fatalf("waiting for Kueue to admit %d Workloads: %v", n, err)
+	}
+	b.Logf("Kueue admitted all %d Workloads in %v", n, time.Since(admitStart).Round(time.Second))
+}
+
+// benchPlanner is `planner run` as a benchmark runs it (startPlanner).
+type benchPlanner struct {
+	*plannerProcess
+	metricsAddr string
+	logPath     string
+	logFile     *os.File
+}
+
+// startPlanner starts `planner run` as its own process against the
+// control plane: the default config but leader election and health off,
+// metrics on a free loopback port and the policy enforcing, followed by
+// extraYAML; its flags followed by those in the environment variable
+// argsEnv; its log in logName-PID.log in the temporary directory (kept
+// after the run). stop ends it.
+func (pb *plannerBench) startPlanner(b *testing.B, extraYAML, logName, argsEnv string) *benchPlanner {
+	b.Helper()
+	kubeconfig := writeKubeconfig(b, pb.env.Config)
+	metricsAddr := freeLoopbackAddr(b)
+	cfgFile := filepath.Join(pb.tmp, "planner.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
+kind: PlannerConfiguration
+leaderElection:
+  enabled: false
+metrics:
+  bindAddress: "`+metricsAddr+`"
+health:
+  bindAddress: "0"
+policy:
+  mode: enforce
+`+extraYAML), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d.log", logName, os.Getpid()))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
+	args = append(args, strings.Fields(os.Getenv(argsEnv))...)
+	return &benchPlanner{plannerProcess: startPlannerProcess(b, pb.bin, args, logFile),
+		metricsAddr: metricsAddr, logPath: logPath, logFile: logFile}
+}
+
+// stop stops the planner (SIGTERM, SIGKILL after 15 s) and closes its log.
+func (p *benchPlanner) stop() {
+	p.Stop()
+	p.logFile.Close()
+}
+
+// waitRunning waits for d; the planner exiting meanwhile (during says
+// when) fails the benchmark.
+func (p *benchPlanner) waitRunning(b *testing.B, d time.Duration, during string) {
+	b.Helper()
+	select {
+	case <-time.After(d):
+	case <-p.Exited():
+		b.Fatalf("planner exited %s: %v (log %s)", during, p.Err(), p.logPath)
+	}
+}
+
+// metrics scrapes the planner's metrics; a failure is logged (when says
+// which scrape) and gives nil.
+func (p *benchPlanner) metrics(ctx context.Context, b *testing.B, when string) map[string]*dto.MetricFamily {
+	b.Helper()
+	fams, err := scrapeMetrics(ctx, "http://"+p.metricsAddr+"/metrics")
+	if err != nil {
+		b.Logf("planner metrics %s: %v", when, err)
+		return nil
+	}
+	return fams
+}
+
+// benchWindow is the start of a benchmark's measurement window: the
+// planner's CPU time and metrics, and the CPU time of the others on the
+// machine (the control plane's processes and this one).
+type benchWindow struct {
+	planner    *benchPlanner
+	cpu0       float64
+	others     map[string]int // pid by name
+	othersCPU0 map[string]float64
+	metrics0   map[string]*dto.MetricFamily
+}
+
+// startWindow starts the measurement window; self names this process
+// among the others.
+func (p *benchPlanner) startWindow(ctx context.Context, b *testing.B, self string) *benchWindow {
+	b.Helper()
+	w := &benchWindow{planner: p, others: controlPlanePIDs(), othersCPU0: map[string]float64{}}
+	var err error
+	if w.cpu0, err = procCPUSeconds(p.Pid()); err != nil {
+		b.Fatal(err)
+	}
+	w.others[self] = os.Getpid()
+	for name, pid := range w.others {
+		if c, err := procCPUSeconds(pid); err == nil {
+			w.othersCPU0[name] = c
+		}
+	}
+	w.metrics0 = p.metrics(ctx, b, "at the window's start")
+	return w
+}
+
+// plannerUsage is the planner's CPU seconds since the window's start and
+// its VmHWM (the whole run) in MiB.
+func (w *benchWindow) plannerUsage(b *testing.B) (cpuSeconds, maxRSSMiB float64) {
+	b.Helper()
+	cpu1, err := procCPUSeconds(w.planner.Pid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	hwm, err := procStatusKiB(w.planner.Pid(), "VmHWM")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cpu1 - w.cpu0, float64(hwm) / 1024
+}
+
+// othersCores is the others' CPU use since the window's start, in cores
+// over wall seconds.
+func (w *benchWindow) othersCores(wall float64) map[string]float64 {
+	cores := map[string]float64{}
+	for name, pid := range w.others {
+		if c, err := procCPUSeconds(pid); err == nil {
+			cores[name] = (c - w.othersCPU0[name]) / wall
+		}
+	}
+	return cores
+}
+
+// logOthers logs othersCores' answer.
+func (w *benchWindow) logOthers(b *testing.B, cores map[string]float64) {
+	b.Helper()
+	for _, name := range slices.Sorted(maps.Keys(cores)) {
+		b.Logf("%s (pid %d): %.3f cores", name, w.others[name], cores[name])
+	}
+}
+
+// paced calls fn(k) for k = 1, 2, … at first, first+period, …, skipping
+// the slots it fell behind on, until ctx ends or fn returns false.
+func paced(ctx context.Context, first time.Time, period time.Duration, fn func(k int) bool) {
+	next := first
+	for k := 1; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		next = next.Add(period)
+		for !next.After(time.Now()) { // fell behind: skip slots
+			next = next.Add(period)
+		}
+		if !fn(k) {
+			return
+		}
+	}
 }
 
 func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {

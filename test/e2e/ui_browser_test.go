@@ -150,16 +150,6 @@ func refusedOffLoopback(t *testing.T, port string) {
 	t.Logf("the live page refused port %s on %d non-loopback address(es)", port, tried)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestLivePageInBrowser runs `planner run --ui-addr` (the built binary)
 // against the control plane with two ClusterQueues and three TrainJobs (two
 // reporting progress, one waiting), loads the live page in headless
@@ -191,7 +181,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfgPath, cfgYAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := freeLoopbackAddr(t)
 	logf, err := os.Create(filepath.Join(tmp, "planner.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -201,21 +191,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := exec.Command(bin, "run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", ":"+port, "--ui-refresh", "2s", "--log-format", "text")
-	run.Stdout, run.Stderr = logf, logf
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
+	run := startPlannerProcess(t, bin, []string{"run", "--config", cfgPath, "--kubeconfig", kc, "--ui-addr", ":" + port, "--ui-refresh", "2s", "--log-format", "text"}, logf)
 	t.Cleanup(func() {
-		_ = run.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = run.Process.Kill()
-			<-exited
-		}
+		run.StopWith(os.Interrupt, 20*time.Second)
 		logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
