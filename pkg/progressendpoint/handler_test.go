@@ -453,7 +453,12 @@ func TestTokenReviewsCached(t *testing.T) {
 	if n := f.reviews.Load(); n != 1 {
 		t.Fatalf("%d reviews for two reports with one token, want 1", n)
 	}
-	advance(tokenCacheTTL)
+	advance(tokenCacheTTL - time.Second) // within the TTL, whatever its spread
+	send("tok-x", http.StatusOK)
+	if n := f.reviews.Load(); n != 1 {
+		t.Fatalf("%d reviews within the TTL, want 1", n)
+	}
+	advance(tokenCacheTTL / 2) // past it, whatever its spread
 	send("tok-x", http.StatusOK)
 	if n := f.reviews.Load(); n != 2 {
 		t.Fatalf("%d reviews after the TTL, want 2", n)
@@ -494,7 +499,7 @@ func TestOwnerChainCached(t *testing.T) {
 	}
 	send("tok-x", "x", http.StatusOK)
 	f.mu.Lock()
-	f.now = f.now.Add(tokenCacheTTL) // a new TokenReview; the same pod
+	f.now = f.now.Add(tokenCacheTTL * 3 / 2) // a new TokenReview; the same pod
 	f.mu.Unlock()
 	send("tok-x", "x", http.StatusOK)
 	if n := f.gets.Load(); n != first {
