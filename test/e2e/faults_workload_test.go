@@ -132,7 +132,9 @@ func TestFaultConflictingBoostWriter(t *testing.T) {
 	writes0 := boostWrites()
 	var foreign atomic.Int64
 	written := make(chan error, 1)
-	go func() { written <- writeBoostContinuously(ctx, env.Client, wl, other, 200*time.Millisecond, 15*time.Second, &foreign) }()
+	go func() {
+		written <- writeBoostContinuously(ctx, env.Client, wl, other, 200*time.Millisecond, 15*time.Second, &foreign)
+	}()
 	// The job keeps reporting meanwhile, so the planner keeps deciding.
 	reports := history(t, "synth__early-plateau").Reports
 	replayed := replay(ctx, t, c, tj, reports[len(prefix(reports, 0.8)):len(prefix(reports, 0.86))])
