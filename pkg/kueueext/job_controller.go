@@ -147,6 +147,11 @@ type jobState struct {
 
 	lastForecast time.Time
 	newData      bool
+	// unsaved: a forecast or observation newer than the stored status
+	// waits for the next checkpoint (forecast.checkpointInterval), due
+	// checkpointAt.
+	unsaved      bool
+	checkpointAt time.Time
 	// lastAccepted is when the watch delivered the newest accepted report,
 	// and reportGap a moving average of the time between accepted reports
 	// (planner clock): the rate limit waits about one gap for fresh data.
@@ -348,7 +353,7 @@ func (r *JobReconciler) reconcile(ctx context.Context, req reconcile.Request) (c
 	actErr := r.actuate(ctx, job, wl, wf, st, facts, now, jobDone)
 
 	// 6. Persist.
-	if err := r.writeStatus(ctx, st, forecasted); err != nil {
+	if err := r.writeStatus(ctx, st, forecasted, jobDone, now); err != nil {
 		if apierrors.IsConflict(err) {
 			logger.V(1).Info("ProgressForecast changed meanwhile; reloading", "error", err.Error())
 			return ctrl.Result{RequeueAfter: retryAfter}, nil
@@ -371,6 +376,9 @@ func (r *JobReconciler) reconcile(ctx context.Context, req reconcile.Request) (c
 	}
 	if backoff > 0 {
 		after = min(after, backoff)
+	}
+	if st.unsaved {
+		after = min(after, st.checkpointAt.Sub(now))
 	}
 	if after >= time.Duration(math.MaxInt64)/2 {
 		return ctrl.Result{}, nil
@@ -1095,9 +1103,11 @@ func (r *JobReconciler) applyStop(ctx context.Context, job client.Object, wl *ku
 	return nil
 }
 
-// writeStatus persists the status when a forecast was made or something
-// other than observation bookkeeping changed.
-func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecasted bool) error {
+// writeStatus persists the status at once when something a reader acts on
+// changed (readerRelevant), and a new forecast with the history at the
+// next checkpoint (forecast.checkpointInterval after the last write), or
+// at once when the job is done.
+func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecasted, done bool, now time.Time) error {
 	if st.obj == nil {
 		return nil
 	}
@@ -1105,7 +1115,10 @@ func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecaste
 	if !st.decision.IsZero() {
 		want.SetDecision(st.decision.At, st.decision.VerdictSince, st.decision.StalledSince, st.decision.ProtectedUntil)
 	}
-	if !forecasted && equality.Semantic.DeepEqual(writeRelevant(st.obj.Status), writeRelevant(want)) {
+	st.unsaved = st.unsaved || forecasted
+	changed := !equality.Semantic.DeepEqual(readerRelevant(st.obj.Status), readerRelevant(want))
+	due := st.unsaved && (done || !now.Before(st.checkpointAt))
+	if !changed && !due {
 		return nil
 	}
 	hist, err := st.hist.MarshalJSON()
@@ -1147,6 +1160,7 @@ func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecaste
 		return err
 	}
 	st.obj = pf
+	st.unsaved, st.checkpointAt = false, now.Add(r.cfg.Forecast.CheckpointInterval.Duration)
 	// Continue from what the API server stored: its times have second
 	// precision, and comparing nanosecond times in memory with them would
 	// make every later reconcile look changed and write again.
@@ -1155,9 +1169,11 @@ func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecaste
 	return nil
 }
 
-// writeRelevant clears what changes with every report, the raw fields and
-// the revision, so that they alone never cause a write.
-func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastStatus {
+// readerRelevant is the status without what changes with every report or
+// forecast (observation bookkeeping, the forecast summary and the reason's
+// figures, the raw fields, the revision): what is left is what readers act
+// on, written at once; the rest waits for the next checkpoint.
+func readerRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastStatus {
 	c := *s.DeepCopy()
 	c.Revision = 0
 	c.History, c.Decision = nil, nil
@@ -1166,5 +1182,6 @@ func writeRelevant(s v1alpha1.ProgressForecastStatus) v1alpha1.ProgressForecastS
 	c.ObservedStatusHash = ""
 	c.Rejections, c.LastRejection = nil, ""
 	c.DecidedTime = nil // changes with every decision, like the observation times
+	c.Forecast, c.Reason = nil, ""
 	return c
 }

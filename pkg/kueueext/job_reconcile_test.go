@@ -139,6 +139,71 @@ func TestReconcileBatchJobNotTracked(t *testing.T) {
 // whole seconds, and comparing the decision's times at a finer precision
 // made every reconcile write the status again (one PUT per report in the
 // endpoint's load benchmark).
+// TestReconcileCheckpointCadence: with forecast.checkpointInterval 5m the
+// forecasts of an 11-minute history reach the ProgressForecast at most once
+// per 5 minutes, except that each change of verdict and boost is written at
+// once; a forecast left unsaved is written when its checkpoint is due (the
+// reconcile asks to come back by then), and a finished job's at once.
+func TestReconcileCheckpointCadence(t *testing.T) {
+	cfg := testConfig()
+	cfg.Forecast.CheckpointInterval = preempt.Dur(5 * time.Minute)
+	job := batchJob("sweep", "sweep-uid", queued)
+	wl := workloadOfJob("job-sweep-00001", job, true)
+	f := newFixture(t, cfg, job, wl, localQueue())
+	src := jobframework.NewMemorySource()
+	kind := jobframework.BatchJob{Reports: src}
+	r := f.newKindReconciler(kind, src)
+	ref := jobframework.RefOf(kind, job)
+
+	hf := exampleHistory(t, "synth__early-plateau")
+	n := len(hf.Reports) * 7 / 10
+	writes, changes := 0, 0
+	var last v1alpha1.ProgressForecastStatus
+	var res reconcile.Result
+	for _, rep := range hf.Reports[:n] {
+		at := t0.Add(time.Duration(rep.T * float64(time.Second)))
+		f.clock.SetTime(at)
+		src.Put(ref, rep.TrainerStatus, at)
+		st := r.state(types.NamespacedName{Namespace: ns, Name: "sweep"}, job.UID)
+		verdict, boost := st.decision.Verdict, st.work.Boost
+		res = f.reconcileWith(r, "sweep")
+		cur := f.pf("sweep").Status
+		if cur.Revision != last.Revision {
+			writes++
+		}
+		if st.decision.Verdict != verdict || st.work.Boost != boost {
+			changes++
+			// A verdict or boost is never left for the checkpoint.
+			if cur.Verdict != string(st.decision.Verdict) || cur.Boost != st.work.Boost {
+				t.Errorf("at %s: in memory %s/%d, stored %s/%d", at.Sub(t0), st.decision.Verdict, st.work.Boost, cur.Verdict, cur.Boost)
+			}
+		}
+		last = cur
+	}
+	span := f.clock.Now().Sub(t0)
+	if budget := int(span/(5*time.Minute)) + 1 + changes; writes > budget {
+		t.Errorf("%d status writes over %s with %d verdict or boost changes; want at most %d", writes, span, changes, budget)
+	}
+	t.Logf("%d reports over %s: %d status writes, %d verdict or boost changes, last stored observations %d", n, span.Round(time.Second), writes, changes, last.Observations)
+	if last.Verdict != string(preempt.Plateaued) || last.Boost != -100 {
+		t.Fatalf("stored verdict %s boost %d, want Plateaued -100", last.Verdict, last.Boost)
+	}
+	if last.Observations >= int64(n) {
+		t.Fatalf("every observation stored (%d) although the last checkpoint is not due", last.Observations)
+	}
+	// The reconcile comes back by the checkpoint, which writes the rest.
+	st := r.state(types.NamespacedName{Namespace: ns, Name: "sweep"}, job.UID)
+	due := st.checkpointAt.Sub(f.clock.Now())
+	if res.RequeueAfter <= 0 || res.RequeueAfter > due {
+		t.Errorf("RequeueAfter %s, want in (0, %s]", res.RequeueAfter, due)
+	}
+	f.clock.Step(due)
+	f.reconcileWith(r, "sweep")
+	if got := f.pf("sweep").Status; got.Observations != int64(n) || got.Revision == last.Revision {
+		t.Errorf("after the checkpoint: %d observations (want %d), revision %d → %d", got.Observations, n, last.Revision, got.Revision)
+	}
+}
+
 func TestReconcileNoWriteWithoutChange(t *testing.T) {
 	job := batchJob("sweep", "sweep-uid", queued)
 	f := newFixture(t, testConfig(), job, workloadOfJob("job-sweep-00001", job, true), localQueue())

@@ -89,6 +89,9 @@ func testConfig() plannerconfig.Config {
 	c := plannerconfig.DefaultConfig()
 	c.Policy.Evidence.MinAge = preempt.Dur(0)
 	c.Policy.Stability.MinDwell = preempt.Dur(0)
+	// Every forecast written, so that each test reads the latest
+	// (TestReconcileCheckpointCadence covers the default cadence).
+	c.Forecast.CheckpointInterval = preempt.Dur(0)
 	return c
 }
 

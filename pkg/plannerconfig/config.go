@@ -100,6 +100,14 @@ type ForecastConfig struct {
 	// Reconciles mostly wait on the API server (a forecast ends with a
 	// status write), so it is well above the number of cores.
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles"`
+	// CheckpointInterval: a job's forecast summary and history are
+	// written to its ProgressForecast at most once per CheckpointInterval
+	// (0: after every forecast). Anything a reader acts on (verdict,
+	// boost, mode, protection, Workload, conditions) is written at once.
+	// It bounds the planner's API writes (about 1,000/CheckpointInterval
+	// per 1,000 jobs); a failover or restart loses at most this much of a
+	// job's history.
+	CheckpointInterval preempt.Duration `json:"checkpointInterval"`
 	// MinImprovement is forecast.Settings.MinImprovement for every job: the
 	// smallest gain, as a share of the metric's own value, that keeps a job
 	// from being called Plateaued (docs/policy.md, "Plateau rules"). A job
@@ -139,6 +147,7 @@ func DefaultConfig() Config {
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
 			MinImprovement:          forecast.DefaultSettings().MinImprovement,
 			IdleInterval:            preempt.Dur(2 * time.Minute),
+			CheckpointInterval:      preempt.Dur(10 * time.Minute),
 			MaxConcurrentReconciles: 256,
 		},
 		Workloads: WorkloadConfig{
@@ -263,6 +272,9 @@ func (c Config) Validate() error {
 	}
 	if fc.IdleInterval.Duration < fc.MinInterval.Duration {
 		add("forecast.idleInterval", "%s must not be shorter than forecast.minInterval %s", fc.IdleInterval.Duration, fc.MinInterval.Duration)
+	}
+	if fc.CheckpointInterval.Duration < 0 || fc.CheckpointInterval.Duration > time.Hour {
+		add("forecast.checkpointInterval", "%s must be in [0, 1h]", fc.CheckpointInterval.Duration)
 	}
 	if fc.MaxConcurrentReconciles < 1 || fc.MaxConcurrentReconciles > 1024 {
 		add("forecast.maxConcurrentReconciles", "%d must be in [1, 1024]", fc.MaxConcurrentReconciles)

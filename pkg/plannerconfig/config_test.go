@@ -77,6 +77,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zero interval", head + "forecast: {minInterval: 0s}\n", []string{"forecast.minInterval", "positive"}, true},
 		{"idle below min", head + "forecast: {minInterval: 1m, idleInterval: 30s}\n", []string{"forecast.idleInterval"}, true},
 		{"urgent above min", head + "forecast: {urgentMinInterval: 1m}\n", []string{"forecast.urgentMinInterval"}, true},
+		{"checkpoint over an hour", head + "forecast: {checkpointInterval: 2h}\n", []string{"forecast.checkpointInterval"}, true},
+		{"negative checkpoint", head + "forecast: {checkpointInterval: -1s}\n", []string{"forecast.checkpointInterval"}, true},
 		{"renew >= lease", head + "leaderElection: {leaseDuration: 10s, renewDeadline: 10s}\n", []string{"leaderElection.renewDeadline"}, true},
 		{"bad lease name", head + "leaderElection: {leaseName: Bad_Name}\n", []string{"leaderElection.leaseName"}, true},
 		{"bad address", head + "metrics: {bindAddress: localhost}\n", []string{"metrics.bindAddress"}, true},

@@ -414,6 +414,7 @@ forecast:
   minInterval: 1s
   urgentMinInterval: 200ms
   idleInterval: 5s
+  checkpointInterval: 0s     # every forecast stored: the test asserts no accepted observation is lost
 policy:
   evidence:
     minAge: 0s

@@ -65,6 +65,10 @@ func testConfig() plannerconfig.Config {
 	c.Forecast.MinInterval = preempt.Dur(time.Second)
 	c.Forecast.UrgentMinInterval = preempt.Dur(200 * time.Millisecond)
 	c.Forecast.IdleInterval = preempt.Dur(5 * time.Second)
+	// The default 10m checkpoint scaled down like the intervals above: the
+	// scenarios run the cadence, and their waits see the latest forecast
+	// within a second.
+	c.Forecast.CheckpointInterval = preempt.Dur(time.Second)
 	c.Policy.Evidence.MinAge = preempt.Dur(0)
 	c.Policy.Stability.MinDwell = preempt.Dur(0)
 	return c
