@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,6 +60,8 @@ type Handler struct {
 	// the owner chain said the pod belongs to it.
 	owners *expiringCache[ownerKey, string]
 	mux    *http.ServeMux
+	// renewals are the background TokenReview renewals in flight.
+	renewals sync.WaitGroup
 }
 
 // NewHandler checks opts and fills in the defaults.
@@ -171,11 +174,14 @@ func (h *Handler) checkOwner(ctx context.Context, w http.ResponseWriter, log log
 }
 
 // authenticate reuses a recent successful TokenReview of the same token
-// (tokencache.go), else asks the API server.
+// (caches.go), renewing it ahead of its expiry, else asks the API server.
 func (h *Handler) authenticate(ctx context.Context, header string) (caller, error) {
 	token, now := bearerToken(header), h.opts.Now()
 	if token != "" {
-		if who, ok := h.tokens.get(token, h.opts.Audience, now); ok {
+		if who, ok, renew := h.tokens.get(token, h.opts.Audience, now); ok {
+			if renew {
+				h.renew(token)
+			}
 			return who, nil
 		}
 	}
@@ -184,6 +190,18 @@ func (h *Handler) authenticate(ctx context.Context, header string) (caller, erro
 		h.tokens.put(token, h.opts.Audience, who, now)
 	}
 	return who, err
+}
+
+// renew reviews token again in the background (tokenRenewAhead).
+func (h *Handler) renew(token string) {
+	h.renewals.Add(1)
+	go func() {
+		defer h.renewals.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), tokenRenewAhead)
+		defer cancel()
+		who, err := authenticate(ctx, h.opts.Client, "Bearer "+token, h.opts.Audience)
+		h.tokens.renewed(token, h.opts.Audience, who, err, h.opts.Now())
+	}()
 }
 
 func (h *Handler) getJob(ctx context.Context, job JobRef) (*metav1.PartialObjectMetadata, error) {

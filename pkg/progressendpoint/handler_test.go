@@ -453,12 +453,13 @@ func TestTokenReviewsCached(t *testing.T) {
 	if n := f.reviews.Load(); n != 1 {
 		t.Fatalf("%d reviews for two reports with one token, want 1", n)
 	}
-	advance(tokenCacheTTL - time.Second) // within the TTL, whatever its spread
+	advance(tokenCacheTTL - tokenRenewAhead - time.Second) // within the TTL, before its renewal
 	send("tok-x", http.StatusOK)
+	f.h.renewals.Wait()
 	if n := f.reviews.Load(); n != 1 {
 		t.Fatalf("%d reviews within the TTL, want 1", n)
 	}
-	advance(tokenCacheTTL / 2) // past it, whatever its spread
+	advance(tokenRenewAhead + tokenCacheTTL/2 + time.Second) // past it, whatever its spread
 	send("tok-x", http.StatusOK)
 	if n := f.reviews.Load(); n != 2 {
 		t.Fatalf("%d reviews after the TTL, want 2", n)
@@ -471,6 +472,7 @@ func TestTokenReviewsCached(t *testing.T) {
 	send(jwt, http.StatusOK)
 	advance(5 * time.Second)
 	send(jwt, http.StatusOK)
+	f.h.renewals.Wait()
 	if n := f.reviews.Load(); n != 4 {
 		t.Fatalf("%d reviews, want 4: the JWT's expiry shortens its reuse", n)
 	}
@@ -479,6 +481,46 @@ func TestTokenReviewsCached(t *testing.T) {
 	}
 	if n := f.reviews.Load(); n != 6 {
 		t.Fatalf("%d reviews, want 6: failed reviews are not cached", n)
+	}
+}
+
+// A token in use has its review renewed in the background before it
+// expires, so its reports never wait on a TokenReview; a renewal the API
+// server refuses ends the reuse at once.
+func TestTokenReviewRenewedAhead(t *testing.T) {
+	tokens := map[string]fakeToken{"tok-x": testTokens["tok-x"]}
+	f := newFixtureTokens(t, RateLimit{QPS: 100, Burst: 100}, tokens)
+	path := jobPath(t, "batch", "x")
+	ttl := tokenTTL(cacheKey("tok-x", DefaultAudience))
+	advance := func(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.mu.Unlock() }
+	send := func(want int) {
+		t.Helper()
+		if code, st, _ := f.post(t, path, "tok-x", goodBody); code != want {
+			t.Fatalf("code %d (%s), want %d", code, st.Message, want)
+		}
+	}
+	send(http.StatusOK)
+	advance(ttl - tokenRenewAhead/2) // in the renewal window
+	send(http.StatusOK)
+	send(http.StatusOK) // one renewal per token, not one per report
+	f.h.renewals.Wait()
+	if n := f.reviews.Load(); n != 2 {
+		t.Fatalf("%d reviews, want 2: the first and one renewal", n)
+	}
+	advance(tokenRenewAhead) // past the first review's expiry, within the renewal's
+	send(http.StatusOK)
+	f.h.renewals.Wait()
+	if n := f.reviews.Load(); n != 2 {
+		t.Fatalf("%d reviews past the first expiry, want 2: the renewal answers", n)
+	}
+	// The pod is deleted: the API server refuses the token from now on.
+	delete(tokens, "tok-x")
+	advance(ttl - tokenRenewAhead*3/2) // in the renewal's window: the report still passes, its renewal is refused
+	send(http.StatusOK)
+	f.h.renewals.Wait()
+	send(http.StatusUnauthorized)
+	if n := f.reviews.Load(); n != 4 {
+		t.Fatalf("%d reviews, want 4: the refused renewal and the review of the refused report", n)
 	}
 }
 
