@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -364,4 +367,37 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// EtcdMetric is the sum of etcd's Prometheus counter or gauge name over
+// its label sets, read from etcd's client URL (plain HTTP on loopback in
+// envtest).
+func (e *Env) EtcdMetric(ctx context.Context, name string) (float64, error) {
+	et := e.testEnv.ControlPlane.Etcd
+	if et == nil || et.URL == nil {
+		return 0, errors.New("no etcd URL known")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, et.URL.String()+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("etcd metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("etcd metrics: %w", err)
+	}
+	mf, ok := fams[name]
+	if !ok {
+		return 0, fmt.Errorf("etcd metric %s not found", name)
+	}
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return sum, nil
 }
