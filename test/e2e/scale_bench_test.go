@@ -106,7 +106,11 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		opts.EtcdDataDir = dir
 		b.Logf("etcd data in %s", dir)
 	}
-	pb, cancel := startPlannerBench(b, opts, warmup+duration+30*time.Minute)
+	// Set-up time grows with the jobs: Kueue, at its production client
+	// limits (20 QPS), writes each job's Workload, its admission and the
+	// job's unsuspension (about 25 min for 10,000).
+	setup := max(30*time.Minute, time.Duration(jobs)*300*time.Millisecond)
+	pb, cancel := startPlannerBench(b, opts, warmup+duration+setup)
 	defer cancel()
 	env, ctx, dcfg, dc := pb.env, pb.ctx, pb.dcfg, pb.dc
 	ns, queue := "scale", "scale"
@@ -552,20 +556,36 @@ func forEachParallel(n int, fn func(j int) error) error {
 func (pb *plannerBench) waitAdmitted(b *testing.B, ns string, n int) {
 	b.Helper()
 	admitStart := time.Now()
-	if _, err := framework.Poll(pb.ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
+	// At 20 QPS Kueue needs about 0.15 s of writes per job; list at most
+	// every 5 s, so the wait does not load the API server it measures.
+	timeout := max(15*time.Minute, time.Duration(n)*250*time.Millisecond)
+	admitted, lastLog := 0, time.Now()
+	for admitted < n {
 		var wls kueue.WorkloadList
-		if err := pb.dc.List(ctx, &wls, client.InNamespace(ns)); err != nil {
-			return false, err
+		if err := pb.dc.List(pb.ctx, &wls, client.InNamespace(ns)); err != nil {
+			b.Fatalf("waiting for Kueue to admit %d Workloads: %v", n, err)
 		}
-		admitted := 0
+		admitted = 0
 		for i := range wls.Items {
 			if framework.WorkloadAdmitted(&wls.Items[i]) {
 				admitted++
 			}
 		}
-		return admitted >= n, nil
-	}); err != nil {
-		b.Fatalf("waiting for Kueue to admit %d Workloads: %v", n, err)
+		if admitted >= n {
+			break
+		}
+		if time.Since(admitStart) > timeout {
+			b.Fatalf("Kueue admitted %d of %d Workloads in %v", admitted, n, timeout)
+		}
+		if time.Since(lastLog) > time.Minute {
+			b.Logf("Kueue admitted %d of %d Workloads after %v", admitted, n, time.Since(admitStart).Round(time.Second))
+			lastLog = time.Now()
+		}
+		select {
+		case <-pb.ctx.Done():
+			b.Fatalf("waiting for Kueue to admit %d Workloads: %v", n, pb.ctx.Err())
+		case <-time.After(min(5*time.Second, time.Duration(n)*time.Millisecond)):
+		}
 	}
 	b.Logf("Kueue admitted all %d Workloads in %v", n, time.Since(admitStart).Round(time.Second))
 }
