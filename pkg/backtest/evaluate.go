@@ -356,8 +356,11 @@ func (e *evaluator) cutResult(run *runTruth, st *stream, k int, c float64) CutRe
 	}
 	// 2. Final metric.
 	cr.Final, cr.FinalForecast = e.finalAt(run, st, c, ob, fc)
-	// 3. Time to target (runs that reached their target).
-	if run.target != nil && run.status == "target_reached" && len(ob) > 0 {
+	// 3. Time to target (runs that reached their target), from two
+	// observations on: one has no rate of improvement for any method (the
+	// linear baseline needs two), so counting it as the planner's "never"
+	// would compare its no-crossing share over other runs than the line's.
+	if run.target != nil && run.status == "target_reached" && len(ob) >= 2 {
 		cr.TimeToTarget = tttResult(run, c, ob, fc)
 	}
 	return cr
