@@ -157,8 +157,8 @@ func (w *apiWatcher) check() {
 		w.log.Error(err, "API discovery failed; retrying", "interval", w.interval)
 		return
 	}
-	available := map[string]bool{trainJobsResource: s.TrainJobs, "workloads": s.Workloads, "progressforecasts": s.ProgressForecasts}
-	for _, r := range jobframework.Resources() {
+	available := map[string]bool{"workloads": s.Workloads, "progressforecasts": s.ProgressForecasts}
+	for _, r := range jobframework.Resources() { // trainjobs among them
 		available[r.Resource] = s.Serves(r.Resource)
 	}
 	for label, ok := range available {
