@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -176,6 +177,32 @@ func TestGangMatchesPods(t *testing.T) {
 				if tt.pod[k] != v {
 					t.Errorf("member label %s=%s not on the pod", k, v)
 				}
+			}
+		})
+	}
+}
+
+// JobOfPod names the job whose controller labelled the pod: a TrainJob's
+// pods name its JobSet; a PodGroup alone names no job.
+func TestJobOfPod(t *testing.T) {
+	tests := []struct {
+		name     string
+		pod      map[string]string
+		wantKind schema.GroupVersionKind
+		wantName string
+	}{
+		{"JobSet (of a TrainJob) over its Job", map[string]string{gang.JobSetNameLabel: "llama", gang.JobNameLabel: "llama-node-0"}, JobSet{}.GVK(), "llama"},
+		{"PodGroup and JobSet", map[string]string{gang.PodGroupLabel: "llama", gang.JobSetNameLabel: "llama"}, JobSet{}.GVK(), "llama"},
+		{"Training Operator", map[string]string{kftraining.JobNameLabel: "bert"}, PyTorchJob{}.GVK(), "bert"},
+		{"Job", map[string]string{gang.JobNameLabel: "sweep"}, BatchJob{}.GVK(), "sweep"},
+		{"PodGroup only", map[string]string{gang.PodGroupLabel: "pg"}, schema.GroupVersionKind{}, ""},
+		{"no job", map[string]string{"app": "web"}, schema.GroupVersionKind{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, name, ok := JobOfPod(&metav1.ObjectMeta{Namespace: "ml", Name: "p-0", Labels: tt.pod})
+			if kind != tt.wantKind || name != tt.wantName || ok != (tt.wantName != "") {
+				t.Errorf("JobOfPod = %v %q %v, want %v %q", kind, name, ok, tt.wantKind, tt.wantName)
 			}
 		})
 	}

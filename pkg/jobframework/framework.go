@@ -156,3 +156,32 @@ func Built(src ReportSource) []Kind {
 	}
 	return out
 }
+
+// podLabellers maps the gang kinds whose label names a job (pkg/gang) to
+// the built kind whose controller puts that label on the job's pods. A
+// TrainJob's pods carry its JobSet's label: the TrainJob is found from the
+// JobSet (its controller). A PodGroup names no kind and is not here.
+var podLabellers = map[gang.Kind]Adapter{
+	gang.KindJobSet:      JobSet{},
+	gang.KindKubeflowJob: PyTorchJob{},
+	gang.KindJob:         BatchJob{},
+}
+
+// JobOfPod returns the kind and name of the job a pod belongs to, read
+// from its labels by pkg/gang's rules in their order (a JobSet's pods
+// carry their Job's label too; the JobSet wins), so the progress endpoint
+// and the scheduler plugin agree on a pod's job. A pod known only by its
+// PodGroup has none. For the Training Operator's label the kind is
+// PyTorchJob, the one built of its group.
+func JobOfPod(pod metav1.Object) (gvk schema.GroupVersionKind, name string, ok bool) {
+	for _, r := range gang.Rules {
+		g, matched := r.Match(pod, nil)
+		if !matched {
+			continue
+		}
+		if a, known := podLabellers[g.Kind]; known {
+			return a.GVK(), g.Name, true
+		}
+	}
+	return schema.GroupVersionKind{}, "", false
+}

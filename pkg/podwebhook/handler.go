@@ -12,18 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/progress-planner/planner/pkg/gang"
+	"github.com/progress-planner/planner/pkg/jobframework"
 )
 
-// API groups of the jobs a pod may belong to (progressendpoint's kinds).
-const (
-	groupBatch    = "batch"
-	groupJobSet   = "jobset.x-k8s.io"
-	groupTrainJob = "trainer.kubeflow.org"
-	groupKubeflow = "kubeflow.org"
+// The kinds the handler treats apart: a JobSet's pods report on its
+// TrainJob's path when a TrainJob runs the JobSet.
+var (
+	jobSetGVK   = jobframework.JobSet{}.GVK()
+	trainJobGVK = jobframework.TrainJob{}.GVK()
 )
-
-var jobSetGVK = schema.GroupVersionKind{Group: groupJobSet, Version: "v1alpha2", Kind: "JobSet"}
 
 // Handler is the admission.Handler for pod CREATE. It never denies: a
 // pod it cannot place is admitted unchanged, as with the webhook down.
@@ -63,7 +60,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if !in {
 		return admission.Allowed("neither the job nor the namespace opted in")
 	}
-	if job.Group == groupJobSet {
+	if job.Group == jobSetGVK.Group {
 		job = h.trainJobOf(ctx, ns, job, log)
 	}
 	opts := h.Options
@@ -83,20 +80,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// jobOfPod reads the job from the labels the Job, JobSet and Training
-// Operator controllers put on the pods they create: a JobSet's pods carry
-// both the JobSet's and the Job's, the JobSet's name wins.
+// jobOfPod is the job of the pod's labels (jobframework.JobOfPod).
 func jobOfPod(pod *corev1.Pod) (Job, bool) {
-	if n := pod.Labels[gang.JobSetNameLabel]; n != "" {
-		return Job{Group: groupJobSet, Name: n}, true
-	}
-	if n := pod.Labels[gang.KubeflowJobNameLabel]; n != "" {
-		return Job{Group: groupKubeflow, Name: n}, true
-	}
-	if n := pod.Labels[gang.JobNameLabel]; n != "" {
-		return Job{Group: groupBatch, Name: n}, true
-	}
-	return Job{}, false
+	gvk, name, ok := jobframework.JobOfPod(pod)
+	return Job{Group: gvk.Group, Name: name}, ok
 }
 
 // optedIn: the job opted in (its pod template's label, so the pod's), or
@@ -122,9 +109,9 @@ func (h *Handler) trainJobOf(ctx context.Context, ns string, js Job, log logr.Lo
 		log.V(1).Info("JobSet unreadable; using its own path", "jobset", js.Name, "error", err.Error())
 		return js
 	}
-	if o := metav1.GetControllerOf(&m); o != nil && o.Kind == "TrainJob" {
-		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil && gv.Group == groupTrainJob {
-			return Job{Group: groupTrainJob, Name: o.Name}
+	if o := metav1.GetControllerOf(&m); o != nil && o.Kind == trainJobGVK.Kind {
+		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil && gv.Group == trainJobGVK.Group {
+			return Job{Group: trainJobGVK.Group, Name: o.Name}
 		}
 	}
 	return js
