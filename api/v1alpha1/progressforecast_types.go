@@ -265,8 +265,8 @@ type ProgressForecastStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Decision *runtime.RawExtension `json:"decision,omitempty"`
 	// history is the job's bounded progress history in the compact
-	// columnar encoding of pkg/forecast (History.MarshalJSON). It survives
-	// planner restarts here.
+	// encoding of pkg/progress (History.MarshalJSON: columnar JSON,
+	// gzipped). It survives planner restarts here.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	History *runtime.RawExtension `json:"history,omitempty"`

@@ -24,6 +24,11 @@ func FuzzUnmarshalHistory(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(seed)
+	columnar, err := h.marshalColumnar()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(columnar)
 	f.Add([]byte(`{"v":1,"t":[1,2,3],"segStarts":[1],"nonFinite":[2],"cols":{}}`))
 	f.Add([]byte(`{"v":1,"t":[1e308,-1],"cols":{"m:loss":{}}}`))
 	f.Add([]byte(`{}`))

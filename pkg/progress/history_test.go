@@ -1,9 +1,13 @@
 package progress
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -170,9 +174,59 @@ func TestHistoryCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// The stored encoding is the columnar one compressed; histories stored
+// uncompressed (version 1, before compression) are still read.
+func TestHistoryCodecCompressedAndVersion1(t *testing.T) {
+	h := NewHistory(DefaultLimits())
+	for i := 0; i < 600; i++ {
+		h.Observe(float64(i*5), report(i, 600, 3/(1+float64(i)/50)))
+	}
+	stored, err := h.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	columnar, err := h.marshalColumnar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(stored, []byte(`{"v":2,"gz":"`)) || 2*len(stored) > len(columnar)+len(columnar)/2 {
+		t.Errorf("stored %d bytes (%.40s…) for %d columnar: want version 2, at most 3/4 of the size", len(stored), stored, len(columnar))
+	}
+	t.Logf("%d points: %d bytes stored, %d columnar", h.Len(), len(stored), len(columnar))
+	for name, b := range map[string][]byte{"version 2": stored, "version 1": columnar} {
+		g, err := UnmarshalHistory(b, DefaultLimits())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if fmt.Sprint(g.Points()) != fmt.Sprint(h.Points()) {
+			t.Errorf("%s: points differ after decoding", name)
+		}
+	}
+}
+
+// A compressed history is refused, not expanded, past maxColumnarBytes.
+func TestUnmarshalHistoryRefusesCompressionBomb(t *testing.T) {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	if _, err := w.Write([]byte(`{"v":1,"t":[` + strings.Repeat("0,", maxColumnarBytes) + `0]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bomb := `{"v":2,"gz":"` + base64.StdEncoding.EncodeToString(z.Bytes()) + `"}`
+	_, err := UnmarshalHistory([]byte(bomb), DefaultLimits())
+	if err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("%d-byte bomb: err %v, want refused for its size", len(bomb), err)
+	}
+}
+
 func TestUnmarshalHistoryRejectsForgedStatus(t *testing.T) {
 	for _, bad := range []string{
 		`{"v":2,"t":[]}`,
+		`{"v":2,"gz":"not base64!"}`,
+		`{"v":2,"gz":"aGVsbG8="}`,
+		`{"v":3,"t":[]}`,
 		`{"v":1,"t":[5,3]}`,
 		`{"v":1,"t":[1,2],"cols":{"step":{"d":[1]}}}`,
 		`{"v":1,"t":[1,2],"cols":{"progress":{"d":[0.5,7]}}}`,
