@@ -134,8 +134,9 @@ func newJobTable() *jobTable {
 }
 
 // jobState is the in-memory state of one job. The history is persisted in
-// the ProgressForecast status at every forecast (so at most one rate-limit
-// interval of reports is lost on a restart or leader change).
+// the ProgressForecast status at every checkpoint
+// (forecast.checkpointInterval) and when this replica stops leading
+// (flush.go), so a crash loses at most one interval of reports.
 type jobState struct {
 	mu  sync.Mutex
 	uid types.UID

@@ -204,6 +204,51 @@ func TestReconcileCheckpointCadence(t *testing.T) {
 	}
 }
 
+// At shutdown the leader writes the checkpoints still due, so a rolling
+// update loses no report; a job already saved is not written again.
+func TestFlushCheckpointsAtShutdown(t *testing.T) {
+	cfg := testConfig()
+	cfg.Forecast.CheckpointInterval = preempt.Dur(30 * time.Minute)
+	jobA, jobB := batchJob("a", "a-uid", queued), batchJob("b", "b-uid", queued)
+	f := newFixture(t, cfg, jobA, jobB, workloadOfJob("job-a-00001", jobA, true), workloadOfJob("job-b-00001", jobB, true), localQueue())
+	src := jobframework.NewMemorySource()
+	kind := jobframework.BatchJob{Reports: src}
+	r := f.newKindReconciler(kind, src)
+	hf := exampleHistory(t, "synth__early-plateau")
+	n := 20
+	for _, rep := range hf.Reports[:n] {
+		at := t0.Add(time.Duration(rep.T * float64(time.Second)))
+		f.clock.SetTime(at)
+		src.Put(jobframework.RefOf(kind, jobA), rep.TrainerStatus, at)
+		f.reconcileWith(r, "a")
+	}
+	src.Put(jobframework.RefOf(kind, jobB), hf.Reports[0].TrainerStatus, f.clock.Now())
+	f.reconcileWith(r, "b") // its first write saves it
+	if got := f.pf("a").Status.Observations; got >= int64(n) {
+		t.Fatalf("a: %d observations stored before the flush; the test needs some unsaved", got)
+	}
+	revB := f.pf("b").Status.Revision
+	written, left, err := r.flushCheckpoints(context.Background())
+	if err != nil || written != 1 || left != 0 {
+		t.Fatalf("flush: written %d, left %d, err %v; want 1, 0, nil", written, left, err)
+	}
+	if got := f.pf("a").Status.Observations; got != int64(n) {
+		t.Errorf("a: %d observations stored after the flush, want %d", got, n)
+	}
+	if got := f.pf("b").Status.Revision; got != revB {
+		t.Errorf("b written again by the flush: revision %d → %d", revB, got)
+	}
+	// A stopped flush leaves the rest for the next leader, and says so.
+	src.Put(jobframework.RefOf(kind, jobA), hf.Reports[n].TrainerStatus, f.clock.Now().Add(time.Minute))
+	f.clock.Step(time.Minute)
+	f.reconcileWith(r, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if written, left, err := r.flushCheckpoints(ctx); written != 0 || left != 1 || err == nil {
+		t.Errorf("cancelled flush: written %d, left %d, err %v; want 0, 1 and an error", written, left, err)
+	}
+}
+
 func TestReconcileNoWriteWithoutChange(t *testing.T) {
 	job := batchJob("sweep", "sweep-uid", queued)
 	f := newFixture(t, testConfig(), job, workloadOfJob("job-sweep-00001", job, true), localQueue())

@@ -191,6 +191,10 @@ func Setup(mgr manager.Manager, opts Options) (*Planner, error) {
 		}
 		p.kinds = append(p.kinds, &kindController{kind: k, rec: rec})
 	}
+	flusher := &checkpointFlusher{rec: p.kinds[0].rec, log: mgr.GetLogger().WithName("checkpoints")}
+	if err := mgr.Add(flusher); err != nil {
+		return nil, err
+	}
 	p.watcher = &apiWatcher{
 		probe:    func() (APIStatus, error) { return ProbeAPIs(disc) },
 		interval: opts.Config.CRDCheckInterval.Duration,

@@ -350,6 +350,70 @@ func snapshotPF(ctx context.Context, t *testing.T, c client.Client, tj *kftraine
 	return pf
 }
 
+// TestFaultLeaderStoppedFlushes: a leader stopped gracefully (SIGTERM, as
+// in a rolling update) with a checkpoint interval of 10 minutes writes the
+// reports it folded in since the last checkpoint before it exits, so the
+// stored history ends at the last report; a crash (TestFaultLeaderKilled)
+// would lose them.
+func TestFaultLeaderStoppedFlushes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := plannerBinary(t)
+	env := plannerEnv(t)
+	tj, _ := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
+	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "planner.yaml")
+	cfg := strings.Replace(leaderConfig, "checkpointInterval: 0s", "checkpointInterval: 10m", 1)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	leader := startReplica(t, bin, dir, "replica-1", config, writeKubeconfig(t, env.Config))
+	if _, err := framework.Poll(ctx, 2*time.Minute, func(context.Context) (bool, error) {
+		if !leader.Running() {
+			return false, fmt.Errorf("%s exited: %v", leader.name, leader.State())
+		}
+		return leader.acquired(), nil
+	}); err != nil {
+		t.Fatalf("no leader: %v", err)
+	}
+	all := history(t, "synth__early-plateau").Reports
+	reports := all[:len(all)*3/10] // healthy so far: no verdict change writes the status
+	if err := <-replay(ctx, t, c, tj, reports); err != nil {
+		t.Fatal(err)
+	}
+	first := waitPF(ctx, t, c, tj, plannerBound, "the first checkpoint", func(pf *v1alpha1.ProgressForecast) bool { return pf.Status.Observations >= 1 })
+	time.Sleep(3 * time.Second) // the last reports folded in, in memory
+	before := snapshotPF(ctx, t, c, tj)
+	leader.StopWith(syscall.SIGTERM, 30*time.Second)
+	after := snapshotPF(ctx, t, c, tj)
+	t.Logf("stored before SIGTERM: %d observations (first checkpoint %d), after the exit (%v): %d, revision %d → %d",
+		before.Status.Observations, first.Status.Observations, leader.Err(), after.Status.Observations, before.Status.Revision, after.Status.Revision)
+	if before.Status.Observations >= int64(len(reports)) {
+		t.Fatalf("every report stored before the stop (%d): the test needs unsaved ones", before.Status.Observations)
+	}
+	h, err := progress.UnmarshalHistory(after.Status.History.Raw, progress.DefaultLimits())
+	if err != nil {
+		t.Fatalf("stored history after the stop: %v", err)
+	}
+	pts := h.Points()
+	var want string
+	for _, m := range reports[len(reports)-1].TrainerStatus.Metrics {
+		if m.Name == "current_step" {
+			want = m.Value
+		}
+	}
+	if len(pts) == 0 || fmt.Sprint(pts[len(pts)-1].Step) != want {
+		t.Errorf("stored history ends at step %v, want the last report's %s", pts[len(pts)-1].Step, want)
+	}
+	if b, _ := os.ReadFile(leader.log); !strings.Contains(string(b), "checkpoints written at shutdown") {
+		t.Errorf("the leader's log does not say it wrote the checkpoints at shutdown:\n%s", tail(string(b), 20))
+	}
+}
+
 // TestFaultAPIServerRestart: kube-apiserver stopped for 20 s mid-run and
 // started again on the same port with the same etcd.
 //
