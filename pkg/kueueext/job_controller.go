@@ -158,6 +158,9 @@ type jobState struct {
 	// (planner clock): the rate limit waits about one gap for fresh data.
 	lastAccepted time.Time
 	reportGap    time.Duration
+	// gapBaseline: lastAccepted is a report after the first, so the time
+	// to the next is a gap (noteReportGap).
+	gapBaseline bool
 	// admittedAt is the Workload's admission time last seen (a change is
 	// a readmission).
 	admittedAt *time.Time
@@ -392,7 +395,7 @@ func (r *JobReconciler) scheduleInput(st *jobState, facts preempt.Facts, now tim
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)
 	in := scheduleInput{
 		Now: now, LastForecast: st.lastForecast, Urgent: strings.Join(st.urgent, "; "),
-		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap,
+		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap, LastAccepted: st.lastAccepted,
 		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
 	}
 	if !math.IsNaN(deadline) && running {
@@ -642,9 +645,15 @@ const maxReportGap = 5 * time.Minute
 
 // noteReportGap updates the moving average of the time between accepted
 // reports (weight 1/4 on the newest gap, so one late report does not
-// dominate).
+// dominate). The gap after the first report is not sampled: that report
+// may have waited in the job's status since before the planner started,
+// so its arrival is the planner's start, and a short first gap would make
+// the rate limit wait for reports not yet due for several reports (the
+// scale benchmark at 60 s periods after a start).
 func (st *jobState) noteReportGap(now time.Time) {
-	if !st.lastAccepted.IsZero() && now.After(st.lastAccepted) {
+	first := st.gapBaseline
+	st.gapBaseline = !st.lastAccepted.IsZero()
+	if first && now.After(st.lastAccepted) {
 		gap := min(now.Sub(st.lastAccepted), maxReportGap)
 		if st.reportGap == 0 {
 			st.reportGap = gap

@@ -21,6 +21,7 @@ func TestNextForecast(t *testing.T) {
 		deadline time.Duration // from last; 0: none
 		fresh    bool
 		gap      time.Duration
+		accepted time.Duration // the newest report's arrival, from last; 0: not known
 		run      bool
 		why      string
 		after    time.Duration
@@ -42,11 +43,17 @@ func TestNextForecast(t *testing.T) {
 		{name: "no next report within two gaps: decide on what is there", since: 38 * time.Second, newData: true, gap: 4 * time.Second, run: true, why: "new reports"},
 		{name: "a fresh report inside the window still waits", since: 20 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, after: 18 * time.Second},
 		{name: "the wait for a fresh report is at most min", since: 59 * time.Second, newData: true, gap: 10 * time.Minute, after: time.Second},
+		{name: "reports a minute apart, one inside the window: decided when it opens", since: 20 * time.Second, newData: true, gap: time.Minute, accepted: 15 * time.Second, after: 10 * time.Second},
+		{name: "reports a minute apart: the next is not due within the wait, decide at the opening", since: 30 * time.Second, newData: true, gap: time.Minute, accepted: 15 * time.Second, run: true, why: "new reports"},
+		{name: "reports 4 s apart: the next is due, wait for it", since: 30 * time.Second, newData: true, gap: 4 * time.Second, accepted: 29 * time.Second, after: 8 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := scheduleInput{Now: last.Add(tt.since), LastForecast: last, NewData: tt.newData, Urgent: tt.urgent,
 				Fresh: tt.fresh, ReportGap: tt.gap, Min: minI, UrgentMin: urgentI, Idle: idleI}
+			if tt.accepted != 0 {
+				in.LastAccepted = last.Add(tt.accepted)
+			}
 			if tt.never {
 				in.LastForecast = time.Time{}
 			}
@@ -97,6 +104,18 @@ func TestNextForecastBoundsRate(t *testing.T) {
 
 // The report gap follows the usual interval, is not thrown by one late
 // report, and is bounded.
+// The first report may have waited since before the planner started: the
+// gap to the next is not the job's cadence.
+func TestNoteReportGapSkipsTheFirst(t *testing.T) {
+	var st jobState
+	st.noteReportGap(t0)                       // the report in the status at the planner's start
+	st.noteReportGap(t0.Add(10 * time.Second)) // the job's next report
+	st.noteReportGap(t0.Add(70 * time.Second))
+	if st.reportGap != time.Minute {
+		t.Fatalf("gap %v after reports a minute apart, want 1m", st.reportGap)
+	}
+}
+
 func TestNoteReportGap(t *testing.T) {
 	var st jobState
 	now := t0

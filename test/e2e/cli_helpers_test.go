@@ -157,9 +157,11 @@ func (p *plannerProcess) Running() bool {
 	}
 }
 
-// Stop stops the process as a user would: SIGTERM, then SIGKILL if it has
-// not exited within 15 s; it returns once the process has exited.
-func (p *plannerProcess) Stop() { p.StopWith(syscall.SIGTERM, 15*time.Second) }
+// Stop stops the process as Kubernetes would: SIGTERM, then SIGKILL if it
+// has not exited within 30 s (a pod's default grace period, in which the
+// planner writes its due checkpoints); it returns once the process has
+// exited.
+func (p *plannerProcess) Stop() { p.StopWith(syscall.SIGTERM, 30*time.Second) }
 
 // StopWith is Stop with signal sig and grace before the SIGKILL. A process
 // that has already exited is left as it is.
