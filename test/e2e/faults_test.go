@@ -358,20 +358,9 @@ func snapshotPF(ctx context.Context, t *testing.T, c client.Client, tj *kftraine
 func TestFaultLeaderStoppedFlushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := plannerBinary(t)
-	env := plannerEnv(t)
-	tj, _ := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
-	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	config := filepath.Join(dir, "planner.yaml")
-	cfg := strings.Replace(leaderConfig, "checkpointInterval: 0s", "checkpointInterval: 10m", 1)
-	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	leader := startReplica(t, bin, dir, "replica-1", config, writeKubeconfig(t, env.Config))
+	rs := setUpReplicas(ctx, t, strings.Replace(leaderConfig, "checkpointInterval: 0s", "checkpointInterval: 10m", 1))
+	tj, c := rs.tj, rs.c
+	leader := rs.start("replica-1")
 	if _, err := framework.Poll(ctx, 2*time.Minute, func(context.Context) (bool, error) {
 		if !leader.Running() {
 			return false, fmt.Errorf("%s exited: %v", leader.name, leader.State())
@@ -514,6 +503,35 @@ func startReplica(t *testing.T, bin, dir, name, config, kubeconfig string) *repl
 	return r
 }
 
+// replicaSetup is the scene of the leader tests: a running job, a client,
+// and `planner run` replicas started with one config.
+type replicaSetup struct {
+	env   *framework.Env
+	tj    *kftrainer.TrainJob
+	wl    *kueue.Workload
+	c     client.Client
+	start func(name string) *replica
+}
+
+func setUpReplicas(ctx context.Context, t *testing.T, configYAML string) replicaSetup {
+	t.Helper()
+	bin := plannerBinary(t)
+	env := plannerEnv(t)
+	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
+	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "planner.yaml")
+	if err := os.WriteFile(config, []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := writeKubeconfig(t, env.Config)
+	return replicaSetup{env: env, tj: tj, wl: wl, c: c,
+		start: func(name string) *replica { return startReplica(t, bin, dir, name, config, kubeconfig) }}
+}
+
 // acquired says whether the replica's log says it acquired the lease.
 func (r *replica) acquired() bool {
 	b, _ := os.ReadFile(r.log)
@@ -529,23 +547,9 @@ func (r *replica) acquired() bool {
 func TestFaultLeaderKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	bin := plannerBinary(t)
-	env := plannerEnv(t)
-	tj, wl := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "")
-	c, err := client.New(env.Config, client.Options{Scheme: kueueext.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	config := filepath.Join(dir, "planner.yaml")
-	if err := os.WriteFile(config, []byte(leaderConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := writeKubeconfig(t, env.Config)
-	replicas := []*replica{
-		startReplica(t, bin, dir, "replica-1", config, kubeconfig),
-		startReplica(t, bin, dir, "replica-2", config, kubeconfig),
-	}
+	rs := setUpReplicas(ctx, t, leaderConfig)
+	env, tj, wl, c := rs.env, rs.tj, rs.wl, rs.c
+	replicas := []*replica{rs.start("replica-1"), rs.start("replica-2")}
 	lease := &coordinationv1.Lease{}
 	leaseKey := client.ObjectKey{Namespace: "default", Name: "planner-faults"}
 	var leader, follower *replica
