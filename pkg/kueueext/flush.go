@@ -22,8 +22,10 @@ const flushWorkers = 16
 // update, a drained node, a planned failover), every checkpoint still due
 // (jobState.unsaved), oldest first, within flushTimeout. It is a leader
 // election runnable: the manager stops those before it releases the
-// Lease, so no other replica writes meanwhile. A crash still loses up to
-// forecast.checkpointInterval of a job's reports.
+// Lease, so no other replica writes meanwhile. (After a lost Lease it
+// runs too; a new leader's newer status then wins: writeStatus updates
+// with the resourceVersion last seen and gives up on a newer revision.) A
+// crash still loses up to forecast.checkpointInterval of a job's reports.
 type checkpointFlusher struct {
 	rec *JobReconciler // any kind's: the table, client and config are shared
 	log logr.Logger
