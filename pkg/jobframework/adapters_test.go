@@ -2,6 +2,7 @@ package jobframework
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,10 +71,10 @@ func TestFinished(t *testing.T) {
 		obj  client.Object
 		want bool
 	}{
-		{"PyTorchJob running", PyTorchJob{}, pt(kftraining.JobRunning, corev1.ConditionTrue), false},
-		{"PyTorchJob succeeded", PyTorchJob{}, pt(kftraining.JobSucceeded, corev1.ConditionTrue), true},
-		{"PyTorchJob failed", PyTorchJob{}, pt(kftraining.JobFailed, corev1.ConditionTrue), true},
-		{"PyTorchJob suspended", PyTorchJob{}, pt(kftraining.JobSuspended, corev1.ConditionTrue), false},
+		{"PyTorchJob running", KubeflowJob{Kind: PyTorchJobKind}, pt(kftraining.JobRunning, corev1.ConditionTrue), false},
+		{"PyTorchJob succeeded", KubeflowJob{Kind: PyTorchJobKind}, pt(kftraining.JobSucceeded, corev1.ConditionTrue), true},
+		{"PyTorchJob failed", KubeflowJob{Kind: PyTorchJobKind}, pt(kftraining.JobFailed, corev1.ConditionTrue), true},
+		{"PyTorchJob suspended", KubeflowJob{Kind: PyTorchJobKind}, pt(kftraining.JobSuspended, corev1.ConditionTrue), false},
 		{"TrainJob running", TrainJob{}, tj("", ""), false},
 		{"TrainJob complete", TrainJob{}, tj(trainer.TrainJobComplete, metav1.ConditionTrue), true},
 		{"TrainJob failed", TrainJob{}, tj(trainer.TrainJobFailed, metav1.ConditionTrue), true},
@@ -110,8 +111,8 @@ func TestSuspended(t *testing.T) {
 		{BatchJob{}, &batchv1.Job{}, false, "Job unset"},
 		{JobSet{}, &jobset.JobSet{Spec: jobset.JobSetSpec{Suspend: ptr.To(true)}}, true, "JobSet"},
 		{JobSet{}, &jobset.JobSet{Spec: jobset.JobSetSpec{Suspend: ptr.To(false)}}, false, "JobSet false"},
-		{PyTorchJob{}, &kftraining.PyTorchJob{Spec: kftraining.PyTorchJobSpec{RunPolicy: kftraining.RunPolicy{Suspend: ptr.To(true)}}}, true, "PyTorchJob"},
-		{PyTorchJob{}, &kftraining.PyTorchJob{}, false, "PyTorchJob unset"},
+		{KubeflowJob{Kind: PyTorchJobKind}, &kftraining.PyTorchJob{Spec: kftraining.PyTorchJobSpec{RunPolicy: kftraining.RunPolicy{Suspend: ptr.To(true)}}}, true, "PyTorchJob"},
+		{KubeflowJob{Kind: PyTorchJobKind}, &kftraining.PyTorchJob{}, false, "PyTorchJob unset"},
 	} {
 		if got := tt.a.Suspended(tt.obj); got != tt.want {
 			t.Errorf("%s: Suspended = %v, want %v", tt.caption, got, tt.want)
@@ -138,8 +139,8 @@ func TestTracks(t *testing.T) {
 		{"a JobSet's Job", BatchJob{}, &batchv1.Job{ObjectMeta: owned(meta("a", "u", queuedLabels), "JobSet")}, false},
 		{"queued JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: meta("a", "u", queuedLabels)}, true},
 		{"a TrainJob's JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: owned(meta("a", "u", queuedLabels), "TrainJob")}, false},
-		{"queued PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", queuedLabels)}, true},
-		{"unqueued PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", nil)}, false},
+		{"queued PyTorchJob", KubeflowJob{Kind: PyTorchJobKind}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", queuedLabels)}, true},
+		{"unqueued PyTorchJob", KubeflowJob{Kind: PyTorchJobKind}, &kftraining.PyTorchJob{ObjectMeta: meta("a", "u", nil)}, false},
 	}
 	for _, tt := range tests {
 		if got := tt.a.Tracks(tt.obj); got != tt.want {
@@ -163,7 +164,7 @@ func TestGangMatchesPods(t *testing.T) {
 			map[string]string{gang.JobNameLabel: "sweep", "batch.kubernetes.io/controller-uid": "u"}},
 		{"JobSet", JobSet{}, &jobset.JobSet{ObjectMeta: meta("pretrain", "u", nil)},
 			map[string]string{gang.JobSetNameLabel: "pretrain", gang.JobNameLabel: "pretrain-workers-0"}},
-		{"PyTorchJob", PyTorchJob{}, &kftraining.PyTorchJob{ObjectMeta: meta("bert", "u", nil)},
+		{"PyTorchJob", KubeflowJob{Kind: PyTorchJobKind}, &kftraining.PyTorchJob{ObjectMeta: meta("bert", "u", nil)},
 			map[string]string{kftraining.JobNameLabel: "bert", kftraining.ReplicaTypeLabel: "master", kftraining.OperatorNameLabel: "pytorchjob-controller"}},
 	}
 	for _, tt := range tests {
@@ -193,7 +194,10 @@ func TestJobOfPod(t *testing.T) {
 	}{
 		{"JobSet (of a TrainJob) over its Job", map[string]string{gang.JobSetNameLabel: "llama", gang.JobNameLabel: "llama-node-0"}, JobSet{}.GVK(), "llama"},
 		{"PodGroup and JobSet", map[string]string{gang.PodGroupLabel: "llama", gang.JobSetNameLabel: "llama"}, JobSet{}.GVK(), "llama"},
-		{"Training Operator", map[string]string{kftraining.JobNameLabel: "bert"}, PyTorchJob{}.GVK(), "bert"},
+		{"PyTorchJob", map[string]string{kftraining.JobNameLabel: "bert", kftraining.OperatorNameLabel: "pytorchjob-controller"}, KubeflowJob{Kind: PyTorchJobKind}.GVK(), "bert"},
+		{"TFJob", map[string]string{kftraining.JobNameLabel: "mnist", kftraining.OperatorNameLabel: "tfjob-controller"}, KubeflowJob{Kind: TFJobKind}.GVK(), "mnist"},
+		{"Training Operator without its name", map[string]string{kftraining.JobNameLabel: "bert"}, schema.GroupVersionKind{}, ""},
+		{"Training Operator, an operator not built", map[string]string{kftraining.JobNameLabel: "pi", kftraining.OperatorNameLabel: "mpijob-controller"}, schema.GroupVersionKind{}, ""},
 		{"Job", map[string]string{gang.JobNameLabel: "sweep"}, BatchJob{}.GVK(), "sweep"},
 		{"PodGroup only", map[string]string{gang.PodGroupLabel: "pg"}, schema.GroupVersionKind{}, ""},
 		{"no job", map[string]string{"app": "web"}, schema.GroupVersionKind{}, ""},
@@ -318,12 +322,57 @@ func TestBuilt(t *testing.T) {
 		t.Errorf("Built(nil) = %v", got)
 	}
 	got := Built(NewMemorySource())
-	if k := kinds(got); len(k) != 4 || k[0] != "TrainJob" || k[1] != "Job" || k[2] != "JobSet" || k[3] != "PyTorchJob" {
+	if k := kinds(got); !slices.Equal(k, []string{"TrainJob", "Job", "JobSet", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"}) {
 		t.Errorf("Built(src) = %v", k)
 	}
 	for _, k := range got {
 		if k.NeedsReports == (k.GVK().Kind == "TrainJob") || k.Resource == "" {
 			t.Errorf("%s: NeedsReports %v, resource %q", k.GVK().Kind, k.NeedsReports, k.Resource)
 		}
+	}
+}
+
+// Every Training Operator kind is served by the one adapter: its object is
+// of its kind, suspend and the end conditions are read from that kind's
+// own fields, and its pods (labelled as the operator labels them) name it.
+func TestTrainingOperatorKinds(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := kftraining.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range Built(NewMemorySource()) {
+		a, ok := k.Adapter.(KubeflowJob)
+		if !ok {
+			continue
+		}
+		n++
+		t.Run(a.Kind.Kind, func(t *testing.T) {
+			obj := a.NewObject()
+			if gvks, _, err := scheme.ObjectKinds(obj); err != nil || len(gvks) != 1 || gvks[0] != a.GVK() {
+				t.Fatalf("NewObject is %v (%v), GVK %v", gvks, err, a.GVK())
+			}
+			if k.Resource != a.Kind.Resource {
+				t.Errorf("resource %q, kind's %q", k.Resource, a.Kind.Resource)
+			}
+			obj.SetName("j")
+			obj.SetLabels(queuedLabels)
+			rp, st := a.Kind.Parts(obj)
+			if !a.Tracks(obj) || a.Suspended(obj) || a.Finished(obj) {
+				t.Fatalf("a new queued job: tracked %v, suspended %v, finished %v", a.Tracks(obj), a.Suspended(obj), a.Finished(obj))
+			}
+			rp.Suspend = ptr.To(true)
+			st.Conditions = []kftraining.JobCondition{{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue}}
+			if !a.Suspended(obj) || !a.Finished(obj) {
+				t.Errorf("suspended %v, finished %v after setting both", a.Suspended(obj), a.Finished(obj))
+			}
+			pod := &metav1.ObjectMeta{Labels: map[string]string{kftraining.JobNameLabel: "j", kftraining.OperatorNameLabel: a.Kind.OperatorName}}
+			if gvk, name, ok := JobOfPod(pod); !ok || gvk != a.GVK() || name != "j" {
+				t.Errorf("JobOfPod = %v %q %v", gvk, name, ok)
+			}
+		})
+	}
+	if n != 5 {
+		t.Errorf("%d Training Operator kinds built, want 5", n)
 	}
 }

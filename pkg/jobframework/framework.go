@@ -112,7 +112,16 @@ var builtins = []builtin{
 	{Resource: "trainjobs", New: func(s ReportSource) Adapter { return TrainJob{Reports: s} }},
 	{Resource: "jobs", NeedsReports: true, New: func(s ReportSource) Adapter { return BatchJob{Reports: s} }},
 	{Resource: "jobsets", NeedsReports: true, New: func(s ReportSource) Adapter { return JobSet{Reports: s} }},
-	{Resource: "pytorchjobs", NeedsReports: true, New: func(s ReportSource) Adapter { return PyTorchJob{Reports: s} }},
+	trainingOperator(PyTorchJobKind),
+	trainingOperator(TFJobKind),
+	trainingOperator(XGBoostJobKind),
+	trainingOperator(PaddleJobKind),
+	trainingOperator(JAXJobKind),
+}
+
+// trainingOperator is the row of a Training Operator kind.
+func trainingOperator(k TrainingOperatorKind) builtin {
+	return builtin{Resource: k.Resource, NeedsReports: true, New: func(s ReportSource) Adapter { return KubeflowJob{Kind: k, Reports: s} }}
 }
 
 // Resource names a built kind as the API server serves it.
@@ -160,27 +169,36 @@ func Built(src ReportSource) []Kind {
 // podLabellers maps the gang kinds whose label names a job (pkg/gang) to
 // the built kind whose controller puts that label on the job's pods. A
 // TrainJob's pods carry its JobSet's label: the TrainJob is found from the
-// JobSet (its controller). A PodGroup names no kind and is not here.
-var podLabellers = map[gang.Kind]Adapter{
-	gang.KindJobSet:      JobSet{},
-	gang.KindKubeflowJob: PyTorchJob{},
-	gang.KindJob:         BatchJob{},
+// JobSet (its controller). The Training Operator's label is shared by its
+// kinds; its operator-name label tells which. A PodGroup names no kind and
+// is not here.
+var podLabellers = map[gang.Kind]func(pod metav1.Object) (Adapter, bool){
+	gang.KindJobSet:      always(JobSet{}),
+	gang.KindKubeflowJob: kubeflowJobOfPod,
+	gang.KindJob:         always(BatchJob{}),
+}
+
+func always(a Adapter) func(metav1.Object) (Adapter, bool) {
+	return func(metav1.Object) (Adapter, bool) { return a, true }
 }
 
 // JobOfPod returns the kind and name of the job a pod belongs to, read
 // from its labels by pkg/gang's rules in their order (a JobSet's pods
 // carry their Job's label too; the JobSet wins), so the progress endpoint
 // and the scheduler plugin agree on a pod's job. A pod known only by its
-// PodGroup has none. For the Training Operator's label the kind is
-// PyTorchJob, the one built of its group.
+// PodGroup has none, and so does a Training Operator pod without the
+// operator's name.
 func JobOfPod(pod metav1.Object) (gvk schema.GroupVersionKind, name string, ok bool) {
 	for _, r := range gang.Rules {
 		g, matched := r.Match(pod, nil)
 		if !matched {
 			continue
 		}
-		if a, known := podLabellers[g.Kind]; known {
-			return a.GVK(), g.Name, true
+		if of, known := podLabellers[g.Kind]; known {
+			if a, ok := of(pod); ok {
+				return a.GVK(), g.Name, true
+			}
+			return schema.GroupVersionKind{}, "", false
 		}
 	}
 	return schema.GroupVersionKind{}, "", false

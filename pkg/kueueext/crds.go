@@ -24,7 +24,7 @@ type APIStatus struct {
 	// ProgressForecasts: the planner's own CRD (required).
 	ProgressForecasts bool
 	// Kinds: the other built job kinds served (batch/v1 jobs, JobSets,
-	// PyTorchJobs: jobframework.Resources), one bit each in that table's
+	// the Training Operator kinds: jobframework.Resources), one bit each in that table's
 	// order (a set that stays comparable). Only tracked when the planner
 	// has a report source (Options.Reports).
 	Kinds uint64
@@ -68,17 +68,23 @@ func (s APIStatus) Trackable() bool { return s.TrainJobs && s.ProgressForecasts 
 // ProbeAPIs asks the API server's discovery which of the planner's APIs are
 // served. A group-version that is not served is not an error.
 func ProbeAPIs(d discovery.DiscoveryInterface) (APIStatus, error) {
+	// One discovery request per group-version: the Training Operator's
+	// five kinds share kubeflow.org/v1.
+	lists := map[string]map[string]bool{}
 	served := func(gv string, resources ...string) (bool, error) {
-		list, err := d.ServerResourcesForGroupVersion(gv)
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
+		have, asked := lists[gv]
+		if !asked {
+			list, err := d.ServerResourcesForGroupVersion(gv)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
 			}
-			return false, err
-		}
-		have := map[string]bool{}
-		for _, r := range list.APIResources {
-			have[r.Name] = true
+			have = map[string]bool{}
+			if err == nil {
+				for _, r := range list.APIResources {
+					have[r.Name] = true
+				}
+			}
+			lists[gv] = have
 		}
 		for _, r := range resources {
 			if !have[r] {

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/preempt"
 )
@@ -110,16 +111,16 @@ func TestClusterRoleLeastPrivilege(t *testing.T) {
 		}
 	}
 	need := map[string][]string{
-		"trainer.kubeflow.org/trainjobs":               {"get", "list", "watch"},
-		"batch/jobs":                                   {"get", "list", "watch"}, // job kinds fed by a report source (pkg/jobframework)
-		"jobset.x-k8s.io/jobsets":                      {"get", "list", "watch"},
-		"kubeflow.org/pytorchjobs":                     {"get", "list", "watch"},
 		"kueue.x-k8s.io/workloads":                     {"get", "list", "watch", "patch"},
 		"kueue.x-k8s.io/localqueues":                   {"get", "list", "watch"},
 		"kueue.x-k8s.io/clusterqueues":                 {"get", "list"}, // the report page's quotas (pkg/reportui)
 		"planner.progress.io/progressforecasts":        {"get", "list", "watch", "create", "delete"},
 		"planner.progress.io/progressforecasts/status": {"get", "update"},
 		"events.k8s.io/events":                         {"create", "patch"},
+	}
+	// Every built job kind is read, and never written.
+	for _, k := range jobframework.Resources() {
+		need[k.Group+"/"+k.Resource] = []string{"get", "list", "watch"}
 	}
 	for res, verbs := range need {
 		got := allowed[res]

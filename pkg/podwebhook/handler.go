@@ -60,7 +60,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if !in {
 		return admission.Allowed("neither the job nor the namespace opted in")
 	}
-	if job.Group == jobSetGVK.Group {
+	if job.GroupKind == jobSetGVK.GroupKind() {
 		job = h.trainJobOf(ctx, ns, job, log)
 	}
 	opts := h.Options
@@ -76,14 +76,14 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		log.Error(fmt.Errorf("encode pod: %w", err), "pod admitted without progress endpoint settings")
 		return admission.Allowed("unencodable pod")
 	}
-	log.V(1).Info("pod pointed at the progress endpoint", "group", job.Group, "job", job.Name)
+	log.V(1).Info("pod pointed at the progress endpoint", "kind", job.GroupKind.String(), "job", job.Name)
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
 // jobOfPod is the job of the pod's labels (jobframework.JobOfPod).
 func jobOfPod(pod *corev1.Pod) (Job, bool) {
 	gvk, name, ok := jobframework.JobOfPod(pod)
-	return Job{Group: gvk.Group, Name: name}, ok
+	return Job{GroupKind: gvk.GroupKind(), Name: name}, ok
 }
 
 // optedIn: the job opted in (its pod template's label, so the pod's), or
@@ -111,7 +111,7 @@ func (h *Handler) trainJobOf(ctx context.Context, ns string, js Job, log logr.Lo
 	}
 	if o := metav1.GetControllerOf(&m); o != nil && o.Kind == trainJobGVK.Kind {
 		if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil && gv.Group == trainJobGVK.Group {
-			return Job{Group: trainJobGVK.Group, Name: o.Name}
+			return Job{GroupKind: trainJobGVK.GroupKind(), Name: o.Name}
 		}
 	}
 	return js

@@ -72,12 +72,24 @@ func TestHandlerOptedInNamespace(t *testing.T) {
 	}
 }
 
-// A PyTorchJob's pods carry the Training Operator's job-name label.
-func TestHandlerPyTorchJob(t *testing.T) {
+// A Training Operator job's pods carry its job-name label and the
+// operator's name, which tells the kind: a PyTorchJob's and a TFJob's pods
+// report on their own kind's path; without the operator's name the pod is
+// left as it is.
+func TestHandlerTrainingOperatorJobs(t *testing.T) {
 	h := newHandler(t, namespace("in", true))
-	_, url := admit(t, h, "in", map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "worker"})
-	if !strings.HasSuffix(url, "/apis/kubeflow.org/v1/namespaces/in/pytorchjobs/bert/status") {
-		t.Errorf("URL = %q", url)
+	for operator, want := range map[string]string{
+		"pytorchjob-controller": "/apis/kubeflow.org/v1/namespaces/in/pytorchjobs/bert/status",
+		"tfjob-controller":      "/apis/kubeflow.org/v1/namespaces/in/tfjobs/bert/status",
+		"":                      "",
+	} {
+		labels := map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "worker"}
+		if operator != "" {
+			labels["training.kubeflow.org/operator-name"] = operator
+		}
+		if _, url := admit(t, h, "in", labels); !strings.HasSuffix(url, want) || (want == "") != (url == "") {
+			t.Errorf("operator %q: URL = %q, want %q", operator, url, want)
+		}
 	}
 }
 

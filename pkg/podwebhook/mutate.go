@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/progress-planner/planner/pkg/progressendpoint"
@@ -55,9 +56,12 @@ type Options struct {
 	CABundle []byte
 }
 
-// Job names the job a pod reports for: its API group (as
-// progressendpoint.StatusPath takes it) and name, in the pod's namespace.
-type Job struct{ Group, Name string }
+// Job names the job a pod reports for: its API group and kind (as
+// progressendpoint.StatusPath takes them) and name, in the pod's namespace.
+type Job struct {
+	schema.GroupKind
+	Name string
+}
 
 // Mutate points every container of pod, in namespace ns, at job's status
 // path. A variable or volume the pod already has is left as it is, so
@@ -65,9 +69,9 @@ type Job struct{ Group, Name string }
 // annotation is always the planner's (the CA volume reads it). It reports
 // whether pod changed.
 func Mutate(pod *corev1.Pod, ns string, job Job, o Options) (bool, error) {
-	path, err := progressendpoint.StatusPath(job.Group, ns, job.Name)
+	path, err := progressendpoint.StatusPath(job.GroupKind, ns, job.Name)
 	if err != nil {
-		return false, fmt.Errorf("status path of %s %s/%s: %w", job.Group, ns, job.Name, err)
+		return false, fmt.Errorf("status path of %s %s/%s: %w", job.GroupKind, ns, job.Name, err)
 	}
 	if len(o.CABundle) == 0 {
 		return false, errors.New("the endpoint's CA bundle is not loaded yet")

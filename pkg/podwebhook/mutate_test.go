@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var testOpts = Options{BaseURL: "https://progress.planner-system.svc:443", Audience: "progress-planner", TokenExpirationSeconds: 1800, CABundle: []byte("PEM")}
@@ -26,7 +27,7 @@ func envOf(c corev1.Container) map[string]string {
 
 func TestMutateBatchJob(t *testing.T) {
 	pod := trainPod()
-	changed, err := Mutate(pod, "tenant", Job{Group: "batch", Name: "sweep"}, testOpts)
+	changed, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, Name: "sweep"}, testOpts)
 	if err != nil || !changed {
 		t.Fatalf("Mutate = %v, %v; want changed", changed, err)
 	}
@@ -68,7 +69,7 @@ func TestMutateBatchJob(t *testing.T) {
 func TestMutateOwnsTheCAAnnotation(t *testing.T) {
 	pod := trainPod()
 	pod.Annotations = map[string]string{CAAnnotation: "a tenant's CA", "other": "kept"}
-	if _, err := Mutate(pod, "tenant", Job{Group: "batch", Name: "sweep"}, testOpts); err != nil {
+	if _, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, Name: "sweep"}, testOpts); err != nil {
 		t.Fatal(err)
 	}
 	if pod.Annotations[CAAnnotation] != "PEM" || pod.Annotations["other"] != "kept" {
@@ -76,18 +77,18 @@ func TestMutateOwnsTheCAAnnotation(t *testing.T) {
 	}
 	noCA := testOpts
 	noCA.CABundle = nil
-	if _, err := Mutate(trainPod(), "tenant", Job{Group: "batch", Name: "sweep"}, noCA); err == nil {
+	if _, err := Mutate(trainPod(), "tenant", Job{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, Name: "sweep"}, noCA); err == nil {
 		t.Error("no error without a CA bundle")
 	}
 }
 
 func TestMutateIdempotent(t *testing.T) {
 	pod := trainPod()
-	if _, err := Mutate(pod, "tenant", Job{Group: "jobset.x-k8s.io", Name: "llama"}, testOpts); err != nil {
+	if _, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}, Name: "llama"}, testOpts); err != nil {
 		t.Fatal(err)
 	}
 	once := pod.DeepCopy()
-	changed, err := Mutate(pod, "tenant", Job{Group: "jobset.x-k8s.io", Name: "llama"}, testOpts)
+	changed, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}, Name: "llama"}, testOpts)
 	if err != nil || changed || !reflect.DeepEqual(pod, once) {
 		t.Errorf("second Mutate changed the pod (%v, %v)", changed, err)
 	}
@@ -97,7 +98,7 @@ func TestMutateKeepsContainersOwnSettings(t *testing.T) {
 	pod := trainPod()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvURL, Value: "https://own"}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "own", MountPath: "/var/run/secrets/progress-planner/ca"}}
-	if _, err := Mutate(pod, "tenant", Job{Group: "trainer.kubeflow.org", Name: "tj"}, testOpts); err != nil {
+	if _, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "trainer.kubeflow.org", Kind: "TrainJob"}, Name: "tj"}, testOpts); err != nil {
 		t.Fatal(err)
 	}
 	c := pod.Spec.Containers[0]
@@ -114,7 +115,7 @@ func TestMutateKeepsContainersOwnSettings(t *testing.T) {
 
 func TestMutateUnknownGroup(t *testing.T) {
 	pod := trainPod()
-	if _, err := Mutate(pod, "tenant", Job{Group: "apps", Name: "x"}, testOpts); err == nil {
+	if _, err := Mutate(pod, "tenant", Job{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Name: "x"}, testOpts); err == nil {
 		t.Fatal("no error for a group without a status path")
 	}
 	if !reflect.DeepEqual(pod, trainPod()) {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -199,9 +200,21 @@ func (f *fixture) post(t *testing.T, path, token, body string) (int, metav1.Stat
 	return w.Code, st, w.Header()
 }
 
+// kindOfGroup is the built kind of an API group that has one.
+func kindOfGroup(t *testing.T, group string) schema.GroupKind {
+	t.Helper()
+	for _, k := range jobKinds {
+		if k.Group == group {
+			return k.GroupKind()
+		}
+	}
+	t.Fatalf("no built kind of group %q", group)
+	return schema.GroupKind{}
+}
+
 func jobPath(t *testing.T, group, name string) string {
 	t.Helper()
-	p, err := StatusPath(group, "ns", name)
+	p, err := StatusPath(kindOfGroup(t, group), "ns", name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +317,7 @@ func TestForbiddenCountedAndRecorded(t *testing.T) {
 
 func TestForbiddenAcrossNamespaces(t *testing.T) {
 	f := newFixture(t, RateLimit{})
-	path, _ := StatusPath("batch", "other", "x")
+	path, _ := StatusPath(kindOfGroup(t, "batch"), "other", "x")
 	code, st, _ := f.post(t, path, "tok-x", goodBody)
 	if code != http.StatusForbidden || !strings.Contains(st.Message, `namespace "ns"`) {
 		t.Fatalf("code %d message %q, want 403", code, st.Message)
@@ -566,14 +579,24 @@ func TestOwnerChainCached(t *testing.T) {
 	}
 }
 
-// StatusPath names a kind by its API group: two built kinds of one group
-// would need the kind too.
-func TestJobKindsHaveDistinctGroups(t *testing.T) {
+// Every built kind has its own path, the Training Operator's kinds too
+// (one API group), and StatusPath names it.
+func TestStatusPathPerKind(t *testing.T) {
 	seen := map[string]string{}
 	for _, k := range jobKinds {
-		if other, ok := seen[k.Group]; ok {
-			t.Errorf("kinds %s and %s share group %q: StatusPath cannot tell them apart", other, k.Kind, k.Group)
+		p, err := StatusPath(k.GroupKind(), "ns", "j")
+		if err != nil {
+			t.Fatalf("%s: %v", k.Kind, err)
 		}
-		seen[k.Group] = k.Kind
+		if other, ok := seen[p]; ok {
+			t.Errorf("kinds %s and %s share the path %s", other, k.Kind, p)
+		}
+		seen[p] = k.Kind
+		if want := "/" + k.Resource + "/j/status"; !strings.HasSuffix(p, want) {
+			t.Errorf("%s: path %s, want the suffix %s", k.Kind, p, want)
+		}
+	}
+	if _, err := StatusPath(schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}, "ns", "j"); err == nil {
+		t.Error("a kind not built has a path")
 	}
 }

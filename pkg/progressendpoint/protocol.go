@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -64,14 +65,16 @@ func (j JobRef) String() string {
 var jobKinds = jobframework.Resources()
 
 // StatusPath is the path a job's reports go to; for TrainJobs it is the
-// Trainer's own (statusserver.StatusUrl), so only the host differs.
-func StatusPath(group, namespace, name string) (string, error) {
+// Trainer's own (statusserver.StatusUrl), so only the host differs. The
+// kind is needed beside the group: the Training Operator's kinds share
+// kubeflow.org.
+func StatusPath(kind schema.GroupKind, namespace, name string) (string, error) {
 	for _, k := range jobKinds {
-		if k.Group == group {
+		if k.GroupKind() == kind {
 			return fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s/%s/status", k.Group, k.Version, namespace, k.Resource, name), nil
 		}
 	}
-	return "", fmt.Errorf("no progress path for API group %q", group)
+	return "", fmt.Errorf("no progress path for kind %s", kind)
 }
 
 // updateRequest is the Trainer's UpdateTrainJobStatusRequest, with the

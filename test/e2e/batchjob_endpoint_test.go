@@ -31,28 +31,27 @@ import (
 )
 
 // endpointKind is a kind of job whose reports arrive through the
-// endpoint in the yield tests: its adapter, the API group of its status
-// path, a queued job of it asking for gpus GPUs, and the pod that runs it
+// endpoint in the yield tests: its adapter (which names its status
+// path's kind), a queued job of it asking for gpus GPUs, and the pod that runs it
 // (no controller runs here: the pod, and any Job between it and the job,
 // are created as the kind's controller would).
 type endpointKind struct {
 	adapter jobframework.Adapter
-	group   string
 	newJob  func(ns, name, queue string, gpus int64) client.Object
 	podOf   func(t *testing.T, c client.Client, job client.Object) *corev1.Pod
 }
 
 var (
 	batchJobKind = endpointKind{
-		adapter: jobframework.BatchJob{}, group: "batch",
-		newJob: func(ns, name, queue string, gpus int64) client.Object { return gpuJob(ns, name, queue, gpus) },
+		adapter: jobframework.BatchJob{},
+		newJob:  func(ns, name, queue string, gpus int64) client.Object { return gpuJob(ns, name, queue, gpus) },
 		podOf: func(t *testing.T, c client.Client, job client.Object) *corev1.Pod {
 			return reporterPod(t, c, job, "batch/v1", "Job")
 		},
 	}
 	jobSetKind = endpointKind{
-		adapter: jobframework.JobSet{}, group: jobsetapi.GroupVersion.Group,
-		newJob: gpuJobSet,
+		adapter: jobframework.JobSet{},
+		newJob:  gpuJobSet,
 		podOf: func(t *testing.T, c client.Client, js client.Object) *corev1.Pod {
 			// The JobSet controller's child Job, then its pod: the owner
 			// chain pod → Job → JobSet the endpoint follows.
@@ -65,15 +64,21 @@ var (
 			return reporterPod(t, c, child, "batch/v1", "Job")
 		},
 	}
-	pyTorchJobKind = endpointKind{
-		adapter: jobframework.PyTorchJob{}, group: kftraining.GroupVersion.Group,
-		newJob: gpuPyTorchJob,
+	pyTorchJobKind = trainingOperatorKind(jobframework.PyTorchJobKind, gpuPyTorchJob)
+	tfJobKind      = trainingOperatorKind(jobframework.TFJobKind, gpuTFJob)
+)
+
+// trainingOperatorKind is a Training Operator kind whose one pod is
+// controlled by the job, as the operator creates it.
+func trainingOperatorKind(k jobframework.TrainingOperatorKind, newJob func(ns, name, queue string, gpus int64) client.Object) endpointKind {
+	return endpointKind{
+		adapter: jobframework.KubeflowJob{Kind: k},
+		newJob:  newJob,
 		podOf: func(t *testing.T, c client.Client, job client.Object) *corev1.Pod {
-			// The Training Operator's master pod, controlled by the job.
-			return reporterPod(t, c, job, kftraining.SchemeGroupVersion.String(), kftraining.PyTorchJobKind)
+			return reporterPod(t, c, job, kftraining.SchemeGroupVersion.String(), k.Kind)
 		},
 	}
-)
+}
 
 // gpuPyTorchJob is a PyTorchJob of one master pod asking for gpus GPUs,
 // queued in LocalQueue queue.
@@ -84,6 +89,19 @@ func gpuPyTorchJob(ns, name, queue string, gpus int64) client.Object {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
 		Spec: kftraining.PyTorchJobSpec{PyTorchReplicaSpecs: map[kftraining.ReplicaType]*kftraining.ReplicaSpec{
 			kftraining.PyTorchJobReplicaTypeMaster: {Replicas: ptr.To[int32](1), Template: tmpl},
+		}},
+	}
+}
+
+// gpuTFJob is a TFJob of one worker pod asking for gpus GPUs, queued in
+// LocalQueue queue.
+func gpuTFJob(ns, name, queue string, gpus int64) client.Object {
+	tmpl := gpuJob(ns, "", queue, gpus).Spec.Template
+	tmpl.Spec.Containers[0].Name = kftraining.TFJobDefaultContainerName
+	return &kftraining.TFJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
+		Spec: kftraining.TFJobSpec{TFReplicaSpecs: map[kftraining.ReplicaType]*kftraining.ReplicaSpec{
+			kftraining.TFJobReplicaTypeWorker: {Replicas: ptr.To[int32](1), Template: tmpl},
 		}},
 	}
 }
@@ -131,11 +149,17 @@ func TestJobSetYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, job
 // Operator v1 PyTorchJob (Kueue's kubeflow.org/pytorchjob integration).
 func TestPyTorchJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, pyTorchJobKind) }
 
+// TestTFJobYieldsThroughEndpoint: the same for a TFJob (Kueue's
+// kubeflow.org/tfjob integration), the Training Operator kind that shares
+// PyTorchJob's API group: its reports go to its own kind's path.
+func TestTFJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, tfJobKind) }
+
 func yieldThroughEndpoint(t *testing.T, k endpointKind) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.Start(t, framework.Options{ExtraCRDPaths: []string{crdDir},
-		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework, framework.PyTorchJobFramework}})
+		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework,
+			framework.PyTorchJobFramework, framework.TFJobFramework}})
 	const ns, queue = endpointNS, "gpus"
 	if _, _, err := env.CreateGPUQueue(ctx, ns, queue, 8); err != nil {
 		t.Fatal(err)
@@ -167,7 +191,7 @@ func yieldThroughEndpoint(t *testing.T, k endpointKind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &endpointWorld{env: env, cs: cs, ns: ns, group: k.group, pods: map[string]*corev1.Pod{a.GetName(): podA}, to: progressendpoint.ToSource(src)}
+	w := &endpointWorld{env: env, cs: cs, ns: ns, kind: k.adapter.GVK().GroupKind(), pods: map[string]*corev1.Pod{a.GetName(): podA}, to: progressendpoint.ToSource(src)}
 	// Reports come 50× faster than recorded (every 0.2 s): the per-job
 	// limit is raised to match; the default (1/s, burst 20) is tested in
 	// TestProgressEndpointRateLimitPerJob.

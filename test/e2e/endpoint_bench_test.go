@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
 	"github.com/progress-planner/planner/test/framework"
@@ -198,7 +199,7 @@ func runEndpointLoad(b *testing.B, jobs int, period, warmup, duration time.Durat
 	}
 	baseURL := "https://" + endpointAddr
 	post := func(ctx context.Context, hc *http.Client, j, k int) (int, error) {
-		path, err := progressendpoint.StatusPath("batch", ns, names[j])
+		path, err := progressendpoint.StatusPath(jobframework.BatchJob{}.GVK().GroupKind(), ns, names[j])
 		if err != nil {
 			return 0, err
 		}

@@ -76,11 +76,16 @@ func TestPodWebhook(t *testing.T) {
 		pod := createJobSetPod(t, env, "opted-in", "llama")
 		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/trainer.kubeflow.org/v1alpha1/namespaces/opted-in/trainjobs/llama/status")
 	})
-	t.Run("a PyTorchJob's pod gets the PyTorchJob's path", func(t *testing.T) {
-		pod := createAndRead(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "opted-in", Name: "bert-master-0",
-			Labels: map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "master"}}, Spec: testPodSpec()})
-		assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/kubeflow.org/v1/namespaces/opted-in/pytorchjobs/bert/status")
-	})
+	// The Training Operator labels its pods with the job's name and its own
+	// controller's name, which tells the kinds of its one API group apart.
+	for _, k := range []struct{ operator, resource string }{{"pytorchjob-controller", "pytorchjobs"}, {"tfjob-controller", "tfjobs"}} {
+		t.Run("a "+k.resource+" pod gets its kind's path", func(t *testing.T) {
+			pod := createAndRead(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "opted-in", Name: "bert-" + k.resource + "-0",
+				Labels: map[string]string{gang.KubeflowJobNameLabel: "bert", "training.kubeflow.org/replica-type": "master",
+					"training.kubeflow.org/operator-name": k.operator}}, Spec: testPodSpec()})
+			assertPointed(t, pod, opts, "https://progress.planner-system.svc:443/apis/kubeflow.org/v1/namespaces/opted-in/"+k.resource+"/bert/status")
+		})
+	}
 	t.Run("a pod of no job in an opted-in namespace is untouched", func(t *testing.T) {
 		assertUntouched(t, createAndRead(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "opted-in", Name: "web"}, Spec: testPodSpec()}))
 	})

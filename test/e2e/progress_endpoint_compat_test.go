@@ -22,6 +22,7 @@ import (
 	configapi "github.com/kubeflow/trainer/v2/pkg/apis/config/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/statusserver"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
 )
 
@@ -100,7 +101,7 @@ func TestProgressEndpointMatchesTrainerStatusServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			trainerCode, trainerBody := postBody(t, w.client, trainerURL+statusserver.StatusUrl(w.ns, tj.Name), "", tc.body)
 			t.Logf("Trainer's answer: %s", strings.TrimSpace(trainerBody))
-			path, _ := progressendpoint.StatusPath("trainer.kubeflow.org", w.ns, tj.Name)
+			path, _ := progressendpoint.StatusPath(jobframework.TrainJob{}.GVK().GroupKind(), w.ns, tj.Name)
 			plannerCode := postTo(t, w.client, w.url+path, token, tc.body)
 			want := trainerCode
 			if tc.planner != 0 {

@@ -30,12 +30,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/pkg/progressendpoint"
 	"github.com/progress-planner/planner/test/framework"
@@ -75,11 +77,11 @@ type endpointWorld struct {
 	env *framework.Env
 	cs  *kubernetes.Clientset
 	ns  string
-	// group is the API group of the jobs' status path ("": batch).
-	group string
-	jobs  map[string]*batchv1.Job
-	pods  map[string]*corev1.Pod
-	sink  *e2eSink
+	// kind is the jobs' kind, which names their status path (zero: Job).
+	kind schema.GroupKind
+	jobs map[string]*batchv1.Job
+	pods map[string]*corev1.Pod
+	sink *e2eSink
 	// to, when set, receives the accepted reports instead of sink (the
 	// planner's report source, as `planner run` wires it).
 	to     progressendpoint.Sink
@@ -235,11 +237,11 @@ func (w *endpointWorld) post(t *testing.T, job, token, body string) (int, metav1
 // postCtx is post for any goroutine: errors are returned.
 func (w *endpointWorld) postCtx(ctx context.Context, job, token, body string) (int, metav1.Status, http.Header, error) {
 	var st metav1.Status
-	group := w.group
-	if group == "" {
-		group = "batch"
+	kind := w.kind
+	if kind.Empty() {
+		kind = jobframework.BatchJob{}.GVK().GroupKind()
 	}
-	path, err := progressendpoint.StatusPath(group, w.ns, job)
+	path, err := progressendpoint.StatusPath(kind, w.ns, job)
 	if err != nil {
 		return 0, st, nil, err
 	}

@@ -27,7 +27,7 @@ const (
 	kueueModule   = "sigs.k8s.io/kueue"
 	trainerModule = "github.com/kubeflow/trainer/v2"
 	jobsetModule  = "sigs.k8s.io/jobset"
-	// The Training Operator v1 (PyTorchJob), whose Go types Kueue's
+	// The Training Operator v1 (PyTorchJob, TFJob), whose Go types Kueue's
 	// kubeflow integrations are built with.
 	trainingOperatorModule = "github.com/kubeflow/training-operator"
 )
@@ -153,6 +153,7 @@ func findManifests() (*manifests, error) {
 		filepath.Join(dirs[trainerModule], "manifests", "base", "crds", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
 		filepath.Join(dirs[jobsetModule], "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"),
 		filepath.Join(dirs[trainingOperatorModule], "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
+		filepath.Join(dirs[trainingOperatorModule], "manifests", "base", "crds", "kubeflow.org_tfjobs.yaml"),
 	} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("CRD manifest missing: %w", err)
@@ -182,6 +183,9 @@ func servedWebhookGroups(frameworks []string) []string {
 	}
 	if slices.Contains(frameworks, PyTorchJobFramework) {
 		groups = append(groups, "-kubeflow-org-v1-pytorchjob")
+	}
+	if slices.Contains(frameworks, TFJobFramework) {
+		groups = append(groups, "-kubeflow-org-v1-tfjob")
 	}
 	return groups
 }

@@ -47,6 +47,8 @@ const (
 	// PyTorchJobFramework: Kubeflow Training Operator v1 PyTorchJobs. Not
 	// on by default (Kueue then waits for nothing of theirs).
 	PyTorchJobFramework = "kubeflow.org/pytorchjob"
+	// TFJobFramework: Training Operator v1 TFJobs, likewise.
+	TFJobFramework = "kubeflow.org/tfjob"
 )
 
 // Options tune a control plane. The zero value is what the e2e suites use.
