@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	mpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
@@ -197,6 +199,7 @@ func TestJobOfPod(t *testing.T) {
 		{"PyTorchJob", map[string]string{kftraining.JobNameLabel: "bert", kftraining.OperatorNameLabel: "pytorchjob-controller"}, KubeflowJob{Kind: PyTorchJobKind}.GVK(), "bert"},
 		{"TFJob", map[string]string{kftraining.JobNameLabel: "mnist", kftraining.OperatorNameLabel: "tfjob-controller"}, KubeflowJob{Kind: TFJobKind}.GVK(), "mnist"},
 		{"Training Operator without its name", map[string]string{kftraining.JobNameLabel: "bert"}, schema.GroupVersionKind{}, ""},
+		{"MPIJob", map[string]string{kftraining.JobNameLabel: "pi", kftraining.OperatorNameLabel: "mpi-operator"}, KubeflowJob{Kind: MPIJobKind}.GVK(), "pi"},
 		{"Training Operator, an operator not built", map[string]string{kftraining.JobNameLabel: "pi", kftraining.OperatorNameLabel: "mpijob-controller"}, schema.GroupVersionKind{}, ""},
 		{"Job", map[string]string{gang.JobNameLabel: "sweep"}, BatchJob{}.GVK(), "sweep"},
 		{"PodGroup only", map[string]string{gang.PodGroupLabel: "pg"}, schema.GroupVersionKind{}, ""},
@@ -322,7 +325,7 @@ func TestBuilt(t *testing.T) {
 		t.Errorf("Built(nil) = %v", got)
 	}
 	got := Built(NewMemorySource())
-	if k := kinds(got); !slices.Equal(k, []string{"TrainJob", "Job", "JobSet", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"}) {
+	if k := kinds(got); !slices.Equal(k, []string{"TrainJob", "Job", "JobSet", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"}) {
 		t.Errorf("Built(src) = %v", k)
 	}
 	for _, k := range got {
@@ -333,21 +336,25 @@ func TestBuilt(t *testing.T) {
 }
 
 // Every Training Operator kind is served by the one adapter: its object is
-// of its kind, suspend and the end conditions are read from that kind's
-// own fields, and its pods (labelled as the operator labels them) name it.
+// of its kind, suspend and the end conditions are read from the fields its
+// API names spec.runPolicy.suspend and status.conditions, and its pods
+// (labelled as the operator labels them) name it.
 func TestTrainingOperatorKinds(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := kftraining.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	if err := mpi.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
 	for _, k := range Built(NewMemorySource()) {
 		a, ok := k.Adapter.(KubeflowJob)
 		if !ok {
 			continue
 		}
-		n++
-		t.Run(a.Kind.Kind, func(t *testing.T) {
+		names = append(names, a.GVK().Kind)
+		t.Run(a.GVK().Kind, func(t *testing.T) {
 			obj := a.NewObject()
 			if gvks, _, err := scheme.ObjectKinds(obj); err != nil || len(gvks) != 1 || gvks[0] != a.GVK() {
 				t.Fatalf("NewObject is %v (%v), GVK %v", gvks, err, a.GVK())
@@ -357,12 +364,19 @@ func TestTrainingOperatorKinds(t *testing.T) {
 			}
 			obj.SetName("j")
 			obj.SetLabels(queuedLabels)
-			rp, st := a.Kind.Parts(obj)
 			if !a.Tracks(obj) || a.Suspended(obj) || a.Finished(obj) {
 				t.Fatalf("a new queued job: tracked %v, suspended %v, finished %v", a.Tracks(obj), a.Suspended(obj), a.Finished(obj))
 			}
-			rp.Suspend = ptr.To(true)
-			st.Conditions = []kftraining.JobCondition{{Type: kftraining.JobSucceeded, Status: corev1.ConditionTrue}}
+			// Set both through the API's JSON, as Kueue and the operator do.
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedField(u, true, "spec", "runPolicy", "suspend")
+			_ = unstructured.SetNestedSlice(u, []any{map[string]any{"type": "Succeeded", "status": "True"}}, "status", "conditions")
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
+				t.Fatal(err)
+			}
 			if !a.Suspended(obj) || !a.Finished(obj) {
 				t.Errorf("suspended %v, finished %v after setting both", a.Suspended(obj), a.Finished(obj))
 			}
@@ -372,7 +386,7 @@ func TestTrainingOperatorKinds(t *testing.T) {
 			}
 		})
 	}
-	if n != 5 {
-		t.Errorf("%d Training Operator kinds built, want 5", n)
+	if want := []string{"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"}; !slices.Equal(names, want) {
+		t.Errorf("Training Operator kinds built: %v, want %v", names, want)
 	}
 }

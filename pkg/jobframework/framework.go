@@ -117,6 +117,7 @@ var builtins = []builtin{
 	trainingOperator(XGBoostJobKind),
 	trainingOperator(PaddleJobKind),
 	trainingOperator(JAXJobKind),
+	trainingOperator(MPIJobKind),
 }
 
 // trainingOperator is the row of a Training Operator kind.

@@ -2,12 +2,15 @@ package kueueext
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/progress-planner/planner/pkg/jobframework"
 )
 
 func fakeDiscovery(groups map[string][]string) *discoveryfake.FakeDiscovery {
@@ -144,6 +147,18 @@ func TestProbeAPIsJobKinds(t *testing.T) {
 	for res, want := range map[string]bool{"trainjobs": true, "jobs": true, "jobsets": false, "pytorchjobs": true, "cronjobs": false} {
 		if got.Serves(res) != want {
 			t.Errorf("Serves(%s) = %v, want %v", res, !want, want)
+		}
+	}
+}
+
+// The manager's scheme knows every built kind's object: a kind missing
+// from it would fail its controller's start.
+func TestSchemeHasEveryBuiltKind(t *testing.T) {
+	s := NewScheme()
+	for _, k := range jobframework.Built(jobframework.NewMemorySource()) {
+		gvks, _, err := s.ObjectKinds(k.NewObject())
+		if err != nil || !slices.Contains(gvks, k.GVK()) {
+			t.Errorf("%s: scheme kinds %v (%v)", k.GVK(), gvks, err)
 		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	mpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
@@ -45,13 +46,15 @@ import (
 
 // NewScheme returns a scheme with the kinds the planner reads and writes:
 // the built-in kinds (batch/v1 Jobs among them), Trainer v1alpha1, JobSet
-// v1alpha2, Kueue v1beta2 and planner.progress.io/v1alpha1.
+// v1alpha2, the Training and MPI Operators' kinds, Kueue v1beta2 and
+// planner.progress.io/v1alpha1.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(trainer.AddToScheme(s))
 	utilruntime.Must(jobset.AddToScheme(s))
 	utilruntime.Must(kftraining.AddToScheme(s))
+	utilruntime.Must(mpi.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s

@@ -596,7 +596,7 @@ func TestStatusPathPerKind(t *testing.T) {
 			t.Errorf("%s: path %s, want the suffix %s", k.Kind, p, want)
 		}
 	}
-	if _, err := StatusPath(schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}, "ns", "j"); err == nil {
+	if _, err := StatusPath(schema.GroupKind{Group: "ray.io", Kind: "RayJob"}, "ns", "j"); err == nil {
 		t.Error("a kind not built has a path")
 	}
 }

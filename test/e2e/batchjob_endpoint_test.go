@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	mpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
@@ -66,6 +67,7 @@ var (
 	}
 	pyTorchJobKind = trainingOperatorKind(jobframework.PyTorchJobKind, gpuPyTorchJob)
 	tfJobKind      = trainingOperatorKind(jobframework.TFJobKind, gpuTFJob)
+	mpiJobKind     = trainingOperatorKind(jobframework.MPIJobKind, gpuMPIJob)
 )
 
 // trainingOperatorKind is a Training Operator kind whose one pod is
@@ -75,7 +77,7 @@ func trainingOperatorKind(k jobframework.TrainingOperatorKind, newJob func(ns, n
 		adapter: jobframework.KubeflowJob{Kind: k},
 		newJob:  newJob,
 		podOf: func(t *testing.T, c client.Client, job client.Object) *corev1.Pod {
-			return reporterPod(t, c, job, kftraining.SchemeGroupVersion.String(), k.Kind)
+			return reporterPod(t, c, job, k.GVK.GroupVersion().String(), k.GVK.Kind)
 		},
 	}
 }
@@ -102,6 +104,19 @@ func gpuTFJob(ns, name, queue string, gpus int64) client.Object {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
 		Spec: kftraining.TFJobSpec{TFReplicaSpecs: map[kftraining.ReplicaType]*kftraining.ReplicaSpec{
 			kftraining.TFJobReplicaTypeWorker: {Replicas: ptr.To[int32](1), Template: tmpl},
+		}},
+	}
+}
+
+// gpuMPIJob is an MPIJob of one launcher asking for gpus GPUs, queued in
+// LocalQueue queue. Kueue's integration needs the launcher; a worker set
+// of none keeps the job one pod.
+func gpuMPIJob(ns, name, queue string, gpus int64) client.Object {
+	tmpl := gpuJob(ns, "", queue, gpus).Spec.Template
+	return &mpi.MPIJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobframework.QueueNameLabel: queue}},
+		Spec: mpi.MPIJobSpec{MPIReplicaSpecs: map[mpi.MPIReplicaType]*mpi.ReplicaSpec{
+			mpi.MPIReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: tmpl},
 		}},
 	}
 }
@@ -154,12 +169,17 @@ func TestPyTorchJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t,
 // PyTorchJob's API group: its reports go to its own kind's path.
 func TestTFJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, tfJobKind) }
 
+// TestMPIJobYieldsThroughEndpoint: the same for an MPI Operator v2beta1
+// MPIJob (Kueue's kubeflow.org/mpijob integration), the kind of the same
+// API group at another version with its own Go types.
+func TestMPIJobYieldsThroughEndpoint(t *testing.T) { yieldThroughEndpoint(t, mpiJobKind) }
+
 func yieldThroughEndpoint(t *testing.T, k endpointKind) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.Start(t, framework.Options{ExtraCRDPaths: []string{crdDir},
 		Frameworks: []string{framework.TrainJobFramework, framework.JobSetFramework, framework.BatchJobFramework,
-			framework.PyTorchJobFramework, framework.TFJobFramework}})
+			framework.PyTorchJobFramework, framework.TFJobFramework, framework.MPIJobFramework}})
 	const ns, queue = endpointNS, "gpus"
 	if _, _, err := env.CreateGPUQueue(ctx, ns, queue, 8); err != nil {
 		t.Fatal(err)

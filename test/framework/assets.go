@@ -30,6 +30,8 @@ const (
 	// The Training Operator v1 (PyTorchJob, TFJob), whose Go types Kueue's
 	// kubeflow integrations are built with.
 	trainingOperatorModule = "github.com/kubeflow/training-operator"
+	// The MPI Operator (MPIJob, kubeflow.org/v2beta1), likewise.
+	mpiOperatorModule = "github.com/kubeflow/mpi-operator"
 )
 
 // BinaryDir returns the directory holding kube-apiserver and etcd: $PLANNER_TESTBIN
@@ -125,7 +127,7 @@ type manifests struct {
 }
 
 func findManifests() (*manifests, error) {
-	dirs, versions, err := moduleDirsVersions(kueueModule, trainerModule, jobsetModule, trainingOperatorModule)
+	dirs, versions, err := moduleDirsVersions(kueueModule, trainerModule, jobsetModule, trainingOperatorModule, mpiOperatorModule)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +156,7 @@ func findManifests() (*manifests, error) {
 		filepath.Join(dirs[jobsetModule], "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"),
 		filepath.Join(dirs[trainingOperatorModule], "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
 		filepath.Join(dirs[trainingOperatorModule], "manifests", "base", "crds", "kubeflow.org_tfjobs.yaml"),
+		filepath.Join(dirs[mpiOperatorModule], "manifests", "base", "kubeflow.org_mpijobs.yaml"),
 	} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("CRD manifest missing: %w", err)
@@ -186,6 +189,9 @@ func servedWebhookGroups(frameworks []string) []string {
 	}
 	if slices.Contains(frameworks, TFJobFramework) {
 		groups = append(groups, "-kubeflow-org-v1-tfjob")
+	}
+	if slices.Contains(frameworks, MPIJobFramework) {
+		groups = append(groups, "-kubeflow-org-v2beta1-mpijob")
 	}
 	return groups
 }

@@ -34,6 +34,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	mpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 )
 
@@ -49,6 +50,8 @@ const (
 	PyTorchJobFramework = "kubeflow.org/pytorchjob"
 	// TFJobFramework: Training Operator v1 TFJobs, likewise.
 	TFJobFramework = "kubeflow.org/tfjob"
+	// MPIJobFramework: MPI Operator v2beta1 MPIJobs, likewise.
+	MPIJobFramework = "kubeflow.org/mpijob"
 )
 
 // Options tune a control plane. The zero value is what the e2e suites use.
@@ -116,6 +119,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(kftrainer.AddToScheme(s))
 	utilruntime.Must(jobsetapi.AddToScheme(s))
 	utilruntime.Must(kftraining.AddToScheme(s))
+	utilruntime.Must(mpi.AddToScheme(s))
 	return s
 }
 
