@@ -106,9 +106,9 @@ e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, et
 # -m` too) and the build tag that selects the framework's Kueue v0.17 wiring.
 COMPAT_GOFLAGS := -modfile=$(CURDIR)/test/compat/kueue-v017.mod
 COMPAT_TAGS    := e2e,kueue_v017
-COMPAT_RUN     ?= ^(TestControlPlaneYield|TestLoweredBoostNeedsNudge|TestPlannerPlateauedJobYields|TestPlannerNearDoneJobProtected|TestPlannerRestart|TestPlannerPriorityBoostOff|TestPlannerDetectsKueue)$$
+COMPAT_RUN     ?= ^(TestControlPlaneYield|TestLoweredBoostNeedsNudge|TestPlannerPlateauedJobYields|TestPlannerNearDoneJobProtected|TestPlannerRestart|TestPlannerPriorityBoostOff|TestPlannerDetectsKueue|TestBatchJobYieldsThroughEndpoint|TestJobSetYieldsThroughEndpoint)$$
 
-e2e-compat: ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, on the Kubernetes v1.36.3 control plane): yield, near-done protection, restart, wake-up, PriorityBoost off.
+e2e-compat: ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, on the Kubernetes v1.36.3 control plane): yield, near-done protection, restart, wake-up, PriorityBoost off, a Job and a JobSet yielding through the progress endpoint.
 	bash hack/build-testbins.sh
 	GOFLAGS=$(COMPAT_GOFLAGS) $(GO) vet -tags $(COMPAT_TAGS) ./pkg/... ./test/...
 	GOFLAGS=$(COMPAT_GOFLAGS) $(GO) test -tags $(COMPAT_TAGS) -count=1 -timeout 20m -run '$(COMPAT_RUN)' ./test/e2e/
