@@ -9,6 +9,13 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # binary and image digest.
 BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+# planner-scheduler is kube-scheduler: its --version is the Kubernetes
+# release it is built from (scheduler/go.mod), as kube-scheduler's own
+# build stamps it; the image's labels carry the planner's VERSION.
+# Recursive (=): evaluated only by the targets that use it.
+SCHED_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(shell cd scheduler && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) \
+	-X k8s.io/component-base/version.gitCommit=$(COMMIT) -X k8s.io/component-base/version.buildDate=$(BUILD_DATE) \
+	-X k8s.io/component-base/version.gitTreeState=clean
 # Images: REGISTRY/planner:VERSION and REGISTRY/planner-scheduler:VERSION.
 REGISTRY ?= ghcr.io/progress-planner
 HOSTARCH := $(shell $(GO) env GOARCH)
@@ -44,7 +51,7 @@ image-planner:
 
 image-scheduler:
 	@mkdir -p $(BIN)/images
-	for a in $(ARCHS); do (cd scheduler && CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w" -o $(ABSBIN)/linux-$$a/planner-scheduler ./cmd/planner-scheduler) || exit 1; done
+	for a in $(ARCHS); do (cd scheduler && CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w $(SCHED_LDFLAGS)" -o $(ABSBIN)/linux-$$a/planner-scheduler ./cmd/planner-scheduler) || exit 1; done
 	cd release && $(GO) run ./cmd/build-image --name planner-scheduler --ref $(REGISTRY)/planner-scheduler:$(VERSION) \
 		--version $(VERSION) --commit $(COMMIT) --created $(BUILD_DATE) \
 		--description "kube-scheduler with Progress Planner's ProgressAware plugin" \
