@@ -29,10 +29,10 @@ type Handler struct {
 	// next to a cluster-wide informer's cost).
 	Reader  client.Reader
 	Decoder admission.Decoder
-	// Options for every pod; CABundle is CA's when CA is set.
+	// Options for every pod but their CABundle, which is CA's.
 	Options Options
 	// CA returns the endpoint's current CA bundle (it may be replaced
-	// while the planner runs); nil: Options.CABundle.
+	// while the planner runs; nil until it is loaded). Required.
 	CA  func() []byte
 	Log logr.Logger
 }
@@ -64,9 +64,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		job = h.trainJobOf(ctx, ns, job, log)
 	}
 	opts := h.Options
-	if h.CA != nil {
-		opts.CABundle = h.CA()
-	}
+	opts.CABundle = h.CA()
 	if _, err := Mutate(&pod, ns, job, opts); err != nil {
 		log.Error(err, "pod admitted without progress endpoint settings")
 		return admission.Allowed("no status path")

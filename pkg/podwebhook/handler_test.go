@@ -33,7 +33,7 @@ func namespace(name string, in bool) *corev1.Namespace {
 func newHandler(t *testing.T, objs ...client.Object) *Handler {
 	s := kueueext.NewScheme()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
-	return &Handler{Reader: c, Decoder: admission.NewDecoder(s), Options: testOpts, Log: testr.New(t)}
+	return &Handler{Reader: c, Decoder: admission.NewDecoder(s), Options: testOpts, CA: func() []byte { return testOpts.CABundle }, Log: testr.New(t)}
 }
 
 // admit sends pod through the handler and applies nothing: it returns
