@@ -32,9 +32,9 @@ const (
 	// JobNameLabel names a pod's batch/v1 Job (k8s.io/api batchv1's
 	// JobNameLabel, set by the Job controller on every pod it creates).
 	JobNameLabel = "batch.kubernetes.io/job-name"
-	// KubeflowJobNameLabel names a pod's Kubeflow Training Operator v1 job
-	// (PyTorchJob and the other kubeflow.org/v1 kinds; the operator's
-	// JobNameLabel, set on every pod it creates).
+	// KubeflowJobNameLabel names a pod's Kubeflow Training Operator job
+	// (the kubeflow.org/v1 kinds and the MPI Operator's MPIJob; the
+	// operators' JobNameLabel, set on every pod they create).
 	KubeflowJobNameLabel = "training.kubeflow.org/job-name"
 )
 
@@ -45,7 +45,8 @@ const (
 	KindPodGroup Kind = "PodGroup"
 	KindJobSet   Kind = "JobSet"
 	KindJob      Kind = "Job"
-	// KindKubeflowJob: a Kubeflow Training Operator v1 job (PyTorchJob).
+	// KindKubeflowJob: a Kubeflow Training Operator job (PyTorchJob,
+	// TFJob, MPIJob, …).
 	KindKubeflowJob Kind = "KubeflowJob"
 )
 
