@@ -24,9 +24,9 @@ type APIStatus struct {
 	// ProgressForecasts: the planner's own CRD (required).
 	ProgressForecasts bool
 	// Kinds: the other built job kinds served (batch/v1 jobs, JobSets,
-	// the Training Operator kinds: jobframework.Resources), one bit each in that table's
-	// order (a set that stays comparable). Only tracked when the planner
-	// has a report source (Options.Reports).
+	// the Training Operator kinds: jobframework.Resources), one bit each
+	// in that table's order (a set that stays comparable). Only tracked
+	// when the planner has a report source (Options.Reports).
 	Kinds uint64
 }
 

@@ -183,3 +183,13 @@ func TestCAInjectorSync(t *testing.T) {
 		t.Error("no error before the CA is loaded")
 	}
 }
+
+// A handler without a CA source, and a CA in the options, changes no pod:
+// the options' bundle is not a second way in.
+func TestHandlerCAOnlyFromItsSource(t *testing.T) {
+	h := newHandler(t, namespace("in", true))
+	h.CA = nil
+	if resp, _ := admit(t, h, "in", map[string]string{gang.JobNameLabel: "sweep"}); len(resp.Patches) != 0 || !resp.Allowed {
+		t.Errorf("patched without a CA source: %+v", resp)
+	}
+}
