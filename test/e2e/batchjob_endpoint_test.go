@@ -22,6 +22,7 @@ import (
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
+	"github.com/progress-planner/planner/pkg/gang"
 	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/preempt"
@@ -67,10 +68,24 @@ var (
 	}
 	pyTorchJobKind = trainingOperatorKind(jobframework.PyTorchJobKind, gpuPyTorchJob)
 	tfJobKind      = trainingOperatorKind(jobframework.TFJobKind, gpuTFJob)
-	mpiJobKind     = trainingOperatorKind(jobframework.MPIJobKind, gpuMPIJob)
+	mpiJobKind     = endpointKind{
+		adapter: jobframework.KubeflowJob{Kind: jobframework.MPIJobKind},
+		newJob:  gpuMPIJob,
+		podOf: func(t *testing.T, c client.Client, mj client.Object) *corev1.Pod {
+			// The MPI Operator runs the launcher as a batch/v1 Job it
+			// controls: the owner chain pod → Job → MPIJob.
+			launcher := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: mj.GetNamespace(), Name: mj.GetName() + "-launcher",
+				Labels: map[string]string{gang.KubeflowJobNameLabel: mj.GetName()},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: mpi.SchemeGroupVersion.String(), Kind: mpi.Kind,
+					Name: mj.GetName(), UID: mj.GetUID(), Controller: ptr.To(true)}}},
+				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}}}
+			mustCreate(t, c, launcher)
+			return reporterPod(t, c, launcher, "batch/v1", "Job")
+		},
+	}
 )
 
-// trainingOperatorKind is a Training Operator kind whose one pod is
+// trainingOperatorKind is a Training Operator v1 kind whose one pod is
 // controlled by the job, as the operator creates it.
 func trainingOperatorKind(k jobframework.TrainingOperatorKind, newJob func(ns, name, queue string, gpus int64) client.Object) endpointKind {
 	return endpointKind{
