@@ -31,9 +31,13 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -o /out/planner ./cmd/planner
 
 FROM source AS build-scheduler
-ARG TARGETOS TARGETARCH
+ARG TARGETOS TARGETARCH COMMIT=unknown BUILD_DATE=1970-01-01T00:00:00Z
+# --version is the Kubernetes release it is built from, as for
+# kube-scheduler (the Makefile's SCHED_LDFLAGS).
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    cd scheduler && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w" \
+    cd scheduler && K8S=$(go list -m -f '{{.Version}}' k8s.io/kubernetes) && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+      -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${K8S} -X k8s.io/component-base/version.gitCommit=${COMMIT} -X k8s.io/component-base/version.buildDate=${BUILD_DATE} -X k8s.io/component-base/version.gitTreeState=clean" \
       -o /out/planner-scheduler ./cmd/planner-scheduler
 
 FROM ${BASE} AS planner-scheduler
