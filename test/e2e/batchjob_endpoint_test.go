@@ -57,13 +57,8 @@ var (
 		podOf: func(t *testing.T, c client.Client, js client.Object) *corev1.Pod {
 			// The JobSet controller's child Job, then its pod: the owner
 			// chain pod → Job → JobSet the endpoint follows.
-			child := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: js.GetNamespace(), Name: js.GetName() + "-train-0",
-				Labels: map[string]string{jobsetapi.JobSetNameKey: js.GetName()},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: jobsetapi.GroupVersion.String(), Kind: "JobSet",
-					Name: js.GetName(), UID: js.GetUID(), Controller: ptr.To(true)}}},
-				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}}}
-			mustCreate(t, c, child)
-			return reporterPod(t, c, child, "batch/v1", "Job")
+			return podUnderJob(t, c, js, jobsetapi.GroupVersion.String(), "JobSet", js.GetName()+"-train-0",
+				map[string]string{jobsetapi.JobSetNameKey: js.GetName()})
 		},
 	}
 	pyTorchJobKind = trainingOperatorKind(jobframework.PyTorchJobKind, gpuPyTorchJob)
@@ -74,16 +69,24 @@ var (
 		podOf: func(t *testing.T, c client.Client, mj client.Object) *corev1.Pod {
 			// The MPI Operator runs the launcher as a batch/v1 Job it
 			// controls: the owner chain pod → Job → MPIJob.
-			launcher := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: mj.GetNamespace(), Name: mj.GetName() + "-launcher",
-				Labels: map[string]string{gang.KubeflowJobNameLabel: mj.GetName()},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: mpi.SchemeGroupVersion.String(), Kind: mpi.Kind,
-					Name: mj.GetName(), UID: mj.GetUID(), Controller: ptr.To(true)}}},
-				Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}}}
-			mustCreate(t, c, launcher)
-			return reporterPod(t, c, launcher, "batch/v1", "Job")
+			return podUnderJob(t, c, mj, mpi.SchemeGroupVersion.String(), mpi.Kind, mj.GetName()+"-launcher",
+				map[string]string{gang.KubeflowJobNameLabel: mj.GetName()})
 		},
 	}
 )
+
+// podUnderJob creates the suspended batch/v1 Job named name, with labels,
+// that owner (of kind apiVersion/kind) controls, as owner's controller
+// would, then the pod that Job runs.
+func podUnderJob(t *testing.T, c client.Client, owner client.Object, apiVersion, kind, name string, labels map[string]string) *corev1.Pod {
+	t.Helper()
+	child := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name, Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind,
+			Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}}}
+	mustCreate(t, c, child)
+	return reporterPod(t, c, child, "batch/v1", "Job")
+}
 
 // trainingOperatorKind is a Training Operator v1 kind whose one pod is
 // controlled by the job, as the operator creates it.
