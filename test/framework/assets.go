@@ -173,25 +173,29 @@ func findManifests() (*manifests, error) {
 	return m, nil
 }
 
+// optionalWebhooks are the path fragments of the webhooks of the
+// integrations a control plane enables only when asked
+// (Options.Frameworks), by framework name.
+var optionalWebhooks = []struct{ framework, fragment string }{
+	{BatchJobFramework, "-batch-v1-job"},
+	{PyTorchJobFramework, "-kubeflow-org-v1-pytorchjob"},
+	{TFJobFramework, "-kubeflow-org-v1-tfjob"},
+	{MPIJobFramework, "-kubeflow-org-v2beta1-mpijob"},
+}
+
 // servedWebhookGroups are the path fragments of the webhooks this process
 // serves: Kueue's own API and the TrainJob and JobSet integrations (always
-// enabled), and batch Jobs' when BatchJobFramework is. Kueue's manifest also
-// lists webhooks for Pods, Deployments and other integrations that are not
-// linked in here; registering those would make the apiserver reject every
-// such object (failurePolicy: Fail, no handler).
+// enabled), and those of optionalWebhooks whose framework is enabled.
+// Kueue's manifest also lists webhooks for Pods, Deployments and other
+// integrations that are not linked in here; registering those would make
+// the apiserver reject every such object (failurePolicy: Fail, no
+// handler).
 func servedWebhookGroups(frameworks []string) []string {
 	groups := []string{"-kueue-x-k8s-io-", "-trainer-kubeflow-org-", "-jobset-x-k8s-io-"}
-	if slices.Contains(frameworks, BatchJobFramework) {
-		groups = append(groups, "-batch-v1-job")
-	}
-	if slices.Contains(frameworks, PyTorchJobFramework) {
-		groups = append(groups, "-kubeflow-org-v1-pytorchjob")
-	}
-	if slices.Contains(frameworks, TFJobFramework) {
-		groups = append(groups, "-kubeflow-org-v1-tfjob")
-	}
-	if slices.Contains(frameworks, MPIJobFramework) {
-		groups = append(groups, "-kubeflow-org-v2beta1-mpijob")
+	for _, w := range optionalWebhooks {
+		if slices.Contains(frameworks, w.framework) {
+			groups = append(groups, w.fragment)
+		}
 	}
 	return groups
 }
