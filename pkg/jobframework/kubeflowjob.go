@@ -140,8 +140,11 @@ func (KubeflowJob) Gang(obj client.Object) gang.Gang {
 // built kind has, names none.
 func kubeflowJobOfPod(pod metav1.Object) (Adapter, bool) {
 	name := pod.GetLabels()[kftraining.OperatorNameLabel]
+	if name == "" {
+		return nil, false
+	}
 	for _, b := range builtins {
-		if a, ok := b.New(nil).(KubeflowJob); ok && name != "" && a.Kind.OperatorName == name {
+		if a, ok := b.New(nil).(KubeflowJob); ok && a.Kind.OperatorName == name {
 			return a, true
 		}
 	}
