@@ -77,8 +77,10 @@ type Settings struct {
 	// gain no curve family sees).
 	IntervalAnnealShare float64
 	// OvershootEvalShare: a target-stopped job's final value may overshoot
-	// the target by this share of its recent per-evaluation gain (when
-	// that is more than the curve's step there).
+	// the target by this share of its recent per-evaluation gain, shrunk
+	// to the crossing by the curve's shape (when that is more than the
+	// curve's step there). 1: at most one evaluation's gain, as the first
+	// evaluation past the target ends the run.
 	OvershootEvalShare float64
 	// Curves are the curve-fitting settings.
 	Curves curve.Settings
@@ -109,7 +111,7 @@ func DefaultSettings() Settings {
 		IntervalInflation:        2,
 		IntervalHorizonPower:     2,
 		IntervalAnnealShare:      0.25,
-		OvershootEvalShare:       0.5,
+		OvershootEvalShare:       1,
 		Curves:                   curve.DefaultSettings(),
 	}
 }

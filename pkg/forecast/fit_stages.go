@@ -313,13 +313,14 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		// A target-stopped job ends at the first evaluation past the
 		// target: the final value lies between the target and one
 		// evaluation's gain beyond it.
-		tgt := sign * *st.obj.Target
-		m2, _ := bl.predict(xH + medianObsStep(obs))
+		tgt, step := sign**st.obj.Target, medianObsStep(obs)
+		m2, _ := bl.predict(xH + step)
 		g := math.Max(0, tgt-m2)
 		// How far one evaluation overshoots: the curve's step there, or,
 		// when larger, the job's own recent steps (a curve levelling
-		// off understates the last evaluations' gains).
-		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs))
+		// off understates the last evaluations' gains), shrunk by as
+		// much as the curve's step shrinks between now and the crossing.
+		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*stepShrink(bl, st.xLast, xH, step))
 		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
 	}
 	if st.pin.fixed && len(obs) >= s.PlateauStallPoints && st.pin.pace > 0 {
@@ -398,4 +399,25 @@ func detectDivergence(st *fitState) bool {
 func checkIntegrity(st *fitState) bool {
 	st.f.Integrity = integrity(st.h, st.axis, st.f.ETA, st.now)
 	return true
+}
+
+// stepShrink is the ratio of the blended curve's gain over one
+// evaluation step at xH to its gain over one step at xLast, in [0, 1]
+// (1 when the curve is not improving at xLast). A run's per-evaluation
+// gains measured early overstate those at a crossing far ahead; the
+// curve's shape says by how much, even where its level is off.
+func stepShrink(bl blended, xLast, xH, step float64) float64 {
+	if step <= 0 || xH <= xLast {
+		return 1
+	}
+	gain := func(x float64) float64 {
+		a, _ := bl.predict(x)
+		b, _ := bl.predict(x + step)
+		return a - b
+	}
+	now, then := gain(xLast), gain(xH)
+	if now <= 0 {
+		return 1
+	}
+	return math.Max(0, math.Min(1, then/now))
 }
