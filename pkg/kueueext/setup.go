@@ -87,6 +87,7 @@ func NewManager(rc *rest.Config, cfg plannerconfig.Config, mopts ...ManagerOptio
 		Scheme:                        NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		PprofBindAddress:              cfg.Pprof.BindAddress,
 		LeaderElection:                le.Enabled,
 		LeaderElectionID:              le.LeaseName,
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace(),

@@ -51,8 +51,11 @@ type Config struct {
 	LeaderElection LeaderElectionConfig `json:"leaderElection"`
 	Metrics        EndpointConfig       `json:"metrics"`
 	Health         EndpointConfig       `json:"health"`
-	Forecast       ForecastConfig       `json:"forecast"`
-	Workloads      WorkloadConfig       `json:"workloads"`
+	// Pprof serves net/http/pprof's profiles (as Kueue's
+	// pprofBindAddress does); off ("0") by default.
+	Pprof     EndpointConfig `json:"pprof"`
+	Forecast  ForecastConfig `json:"forecast"`
+	Workloads WorkloadConfig `json:"workloads"`
 	// ProgressEndpoint is the HTTPS endpoint for progress reports
 	// (progressendpoint.go); off by default.
 	ProgressEndpoint ProgressEndpointConfig `json:"progressEndpoint"`
@@ -142,6 +145,7 @@ func DefaultConfig() Config {
 		// kubelet probes and Prometheus scrapes (config/manager).
 		Metrics: EndpointConfig{BindAddress: "127.0.0.1:8080"},
 		Health:  EndpointConfig{BindAddress: "127.0.0.1:8081"},
+		Pprof:   EndpointConfig{BindAddress: "0"},
 		Forecast: ForecastConfig{
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
@@ -255,13 +259,16 @@ func (c Config) Validate() error {
 	for _, ep := range []struct {
 		field string
 		addr  string
-	}{{"metrics.bindAddress", c.Metrics.BindAddress}, {"health.bindAddress", c.Health.BindAddress}} {
+	}{{"metrics.bindAddress", c.Metrics.BindAddress}, {"health.bindAddress", c.Health.BindAddress}, {"pprof.bindAddress", c.Pprof.BindAddress}} {
 		if err := checkBindAddress(ep.addr); err != nil {
 			add(ep.field, "%q: %v", ep.addr, err)
 		}
 	}
 	if c.Metrics.BindAddress != "0" && c.Metrics.BindAddress == c.Health.BindAddress {
 		add("health.bindAddress", "%q is also metrics.bindAddress", c.Health.BindAddress)
+	}
+	if c.Pprof.BindAddress != "0" && (c.Pprof.BindAddress == c.Metrics.BindAddress || c.Pprof.BindAddress == c.Health.BindAddress) {
+		add("pprof.bindAddress", "%q is also another listener's address", c.Pprof.BindAddress)
 	}
 	fc := c.Forecast
 	if fc.MinInterval.Duration <= 0 {

@@ -83,6 +83,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad lease name", head + "leaderElection: {leaseName: Bad_Name}\n", []string{"leaderElection.leaseName"}, true},
 		{"bad address", head + "metrics: {bindAddress: localhost}\n", []string{"metrics.bindAddress"}, true},
 		{"same address", head + "metrics: {bindAddress: ':9000'}\nhealth: {bindAddress: ':9000'}\n", []string{"health.bindAddress"}, true},
+		{"pprof on the metrics address", head + "metrics: {bindAddress: ':9000'}\npprof: {bindAddress: ':9000'}\n", []string{"pprof.bindAddress"}, true},
+		{"bad pprof address", head + "pprof: {bindAddress: nowhere}\n", []string{"pprof.bindAddress"}, true},
 		{"min improvement above range", head + "forecast: {minImprovement: 0.9}\n", []string{"forecast.minImprovement", "[0, 0.5]"}, true},
 		{"negative min improvement", head + "forecast: {minImprovement: -0.01}\n", []string{"forecast.minImprovement"}, true},
 		{"bad gpu resource", head + "workloads: {gpuResource: 'nvidia com/gpu'}\n", []string{"workloads.gpuResource"}, true},

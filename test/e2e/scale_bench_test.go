@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -359,7 +360,7 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 	// etcd's write-ahead log bytes: what the window cost etcd's disk.
 	wal0, walErr := env.EtcdMetric(ctx, "etcd_disk_wal_write_bytes_total")
 	if dir := os.Getenv("PLANNER_SCALE_PPROF"); dir != "" {
-		go profileControlPlane(ctx, b, cs, dir, duration)
+		go profileControlPlane(ctx, b, cs, planner.pprofAddr, dir, duration)
 	}
 	written0 := written.Load()
 	mu.Lock()
@@ -594,6 +595,7 @@ func (pb *plannerBench) waitAdmitted(b *testing.B, ns string, n int) {
 type benchPlanner struct {
 	*plannerProcess
 	metricsAddr string
+	pprofAddr   string // the planner's pprof.bindAddress
 	logPath     string
 	logFile     *os.File
 }
@@ -607,7 +609,7 @@ type benchPlanner struct {
 func (pb *plannerBench) startPlanner(b *testing.B, extraYAML, logName, argsEnv string) *benchPlanner {
 	b.Helper()
 	kubeconfig := writeKubeconfig(b, pb.env.Config)
-	metricsAddr := freeLoopbackAddr(b)
+	metricsAddr, pprofAddr := freeLoopbackAddr(b), freeLoopbackAddr(b)
 	cfgFile := filepath.Join(pb.tmp, "planner.yaml")
 	if err := os.WriteFile(cfgFile, []byte(`apiVersion: planner.progress.io/v1alpha1
 kind: PlannerConfiguration
@@ -617,6 +619,8 @@ metrics:
   bindAddress: "`+metricsAddr+`"
 health:
   bindAddress: "0"
+pprof:
+  bindAddress: "`+pprofAddr+`"
 policy:
   mode: enforce
 `+extraYAML), 0o600); err != nil {
@@ -630,7 +634,7 @@ policy:
 	args := []string{"run", "--config", cfgFile, "--kubeconfig", kubeconfig}
 	args = append(args, strings.Fields(os.Getenv(argsEnv))...)
 	return &benchPlanner{plannerProcess: startPlannerProcess(b, pb.bin, args, logFile),
-		metricsAddr: metricsAddr, logPath: logPath, logFile: logFile}
+		metricsAddr: metricsAddr, pprofAddr: pprofAddr, logPath: logPath, logFile: logFile}
 }
 
 // stop stops the planner (SIGTERM, SIGKILL after 15 s) and closes its log.
@@ -935,9 +939,10 @@ func controlPlanePIDs() map[string]int {
 }
 
 // profileControlPlane writes 30 s CPU profiles of kube-apiserver (its
-// /debug/pprof is on by default) and of this process, from a third of the
-// window on, into dir (PLANNER_SCALE_PPROF).
-func profileControlPlane(ctx context.Context, b *testing.B, cs kubernetes.Interface, dir string, window time.Duration) {
+// /debug/pprof is on by default), of the planner (its pprof.bindAddress)
+// and of this process, from a third of the window on, into dir
+// (PLANNER_SCALE_PPROF).
+func profileControlPlane(ctx context.Context, b *testing.B, cs kubernetes.Interface, plannerPprof, dir string, window time.Duration) {
 	select {
 	case <-ctx.Done():
 		return
@@ -952,13 +957,38 @@ func profileControlPlane(ctx context.Context, b *testing.B, cs kubernetes.Interf
 			defer func() { pprof.StopCPUProfile(); self.Close() }()
 		}
 	}
+	planner := make(chan error, 1)
+	go func() {
+		planner <- fetchProfile(ctx, "http://"+plannerPprof+"/debug/pprof/profile?seconds=30", filepath.Join(dir, "planner.pprof"))
+	}()
 	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").Timeout(time.Minute).DoRaw(ctx)
-	if err != nil {
-		b.Logf("pprof kube-apiserver: %v", err)
-		return
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "kube-apiserver.pprof"), data, 0o644)
 	}
-	err = os.WriteFile(filepath.Join(dir, "kube-apiserver.pprof"), data, 0o644)
-	b.Logf("pprof: kube-apiserver profile %d bytes (err %v) and this process's in %s", len(data), err, dir)
+	b.Logf("pprof: kube-apiserver (err %v), planner (err %v) and this process's profiles in %s", err, <-planner, dir)
+}
+
+// fetchProfile writes what url answers to file.
+func fetchProfile(ctx context.Context, url, file string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // scaleMinInterval is forecast.minInterval of the planner's (default) config.
