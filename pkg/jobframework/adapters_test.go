@@ -277,7 +277,8 @@ func TestTrainJobLatest(t *testing.T) {
 }
 
 // FindWorkload lists by the job's UID label and applies workloads.For, for
-// every kind alike.
+// every kind alike; FindWorkloadIndexed finds the same through the cache's
+// index, also for a job whose UID is unknown (matched by name).
 func TestFindWorkload(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -294,22 +295,28 @@ func TestFindWorkload(t *testing.T) {
 	job := &batchv1.Job{ObjectMeta: meta("sweep", "uj", queuedLabels)}
 	js := &jobset.JobSet{ObjectMeta: meta("sweep", "us", queuedLabels)}
 	jobRef, jsRef := RefOf(BatchJob{}, job), RefOf(JobSet{}, js)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wl("job-sweep-1", jobRef), wl("jobset-sweep-1", jsRef)).Build()
-	for _, tt := range []struct {
-		ref  workloads.Ref
-		want string
-	}{{jobRef, "job-sweep-1"}, {jsRef, "jobset-sweep-1"}} {
-		m, err := FindWorkload(context.Background(), c, tt.ref)
-		if err != nil {
-			t.Fatal(err)
+	noUID := jobRef
+	noUID.UID = ""
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wl("job-sweep-1", jobRef), wl("jobset-sweep-1", jsRef)).
+		WithIndex(&kueue.Workload{}, WorkloadJobUIDIndex, WorkloadJobUID).Build()
+	for name, find := range map[string]func(context.Context, client.Reader, workloads.Ref) (workloads.Match, error){
+		"FindWorkload": FindWorkload, "FindWorkloadIndexed": FindWorkloadIndexed} {
+		for _, tt := range []struct {
+			ref  workloads.Ref
+			want string
+		}{{jobRef, "job-sweep-1"}, {jsRef, "jobset-sweep-1"}, {noUID, "job-sweep-1"}} {
+			m, err := find(context.Background(), c, tt.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Workload == nil || m.Workload.Name != tt.want {
+				t.Errorf("%s %s: Workload %v (%s), want %s", name, tt.ref, m.Workload, m.Reason, tt.want)
+			}
 		}
-		if m.Workload == nil || m.Workload.Name != tt.want {
-			t.Errorf("%s: Workload %v (%s), want %s", tt.ref, m.Workload, m.Reason, tt.want)
+		m, err := find(context.Background(), c, RefOf(BatchJob{}, &batchv1.Job{ObjectMeta: meta("other", "uo", nil)}))
+		if err != nil || m.Workload != nil {
+			t.Errorf("%s, a job without a Workload: %+v, %v", name, m, err)
 		}
-	}
-	m, err := FindWorkload(context.Background(), c, RefOf(BatchJob{}, &batchv1.Job{ObjectMeta: meta("other", "uo", nil)}))
-	if err != nil || m.Workload != nil {
-		t.Errorf("a job without a Workload: %+v, %v", m, err)
 	}
 }
 

@@ -6,7 +6,8 @@
 // new empty object (for watches), whether the planner tracks it, its latest
 // progress report, whether it is suspended or has finished, and its gang
 // (the pods that run, and are evicted, together: pkg/gang). Its Workload is
-// found by pkg/workloads' rule through FindWorkload, for every kind alike;
+// found by pkg/workloads' rule through FindWorkload (FindWorkloadIndexed in
+// the controller's cache), for every kind alike;
 // its annotations (objective, stop opt-in, min-improvement) are its object
 // metadata's, read by the reconciler the same way for every kind.
 //

@@ -65,13 +65,41 @@ type Adapter interface {
 // RefOf names obj, a job of a's kind, for pkg/workloads.
 func RefOf(a Adapter, obj metav1.Object) workloads.Ref { return workloads.RefTo(a.GVK(), obj) }
 
-// FindWorkload is the controller's Workload lookup for a job of any kind:
-// it lists the job's Workloads by Kueue's job-uid label
-// (workloads.Selector) and lets workloads.For choose, the rule `planner
-// explain` applies too.
+// FindWorkload is the Workload lookup for a job of any kind: it lists the
+// job's Workloads by Kueue's job-uid label (workloads.Selector) and lets
+// workloads.For choose, the rule `planner explain` applies too.
 func FindWorkload(ctx context.Context, c client.Reader, job workloads.Ref) (workloads.Match, error) {
+	return findWorkload(ctx, c, job, client.MatchingLabels(workloads.Selector(job)))
+}
+
+// WorkloadJobUIDIndex is the cache field index of Workloads by Kueue's
+// job-uid label (WorkloadJobUID extracts it). A label selector on an
+// informer cache matches every Workload of the namespace, so at thousands
+// of jobs in a namespace FindWorkload's list was most of a reconcile's
+// CPU; the index reads only the job's own.
+const WorkloadJobUIDIndex = "metadata.labels[" + workloads.LabelJobUID + "]"
+
+// WorkloadJobUID is WorkloadJobUIDIndex's extractor.
+func WorkloadJobUID(o client.Object) []string {
+	if uid := o.GetLabels()[workloads.LabelJobUID]; uid != "" {
+		return []string{uid}
+	}
+	return nil
+}
+
+// FindWorkloadIndexed is FindWorkload for the controller's cache, which
+// indexes Workloads by WorkloadJobUIDIndex. A job without a UID is
+// matched by name among the namespace's Workloads, as FindWorkload does.
+func FindWorkloadIndexed(ctx context.Context, c client.Reader, job workloads.Ref) (workloads.Match, error) {
+	if job.UID == "" {
+		return FindWorkload(ctx, c, job)
+	}
+	return findWorkload(ctx, c, job, client.MatchingFields{WorkloadJobUIDIndex: string(job.UID)})
+}
+
+func findWorkload(ctx context.Context, c client.Reader, job workloads.Ref, sel client.ListOption) (workloads.Match, error) {
 	var list kueue.WorkloadList
-	if err := c.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingLabels(workloads.Selector(job))); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(job.Namespace), sel); err != nil {
 		return workloads.Match{}, fmt.Errorf("list Workloads of %s: %w", job, err)
 	}
 	return workloads.For(job, list.Items), nil

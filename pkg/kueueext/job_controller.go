@@ -748,7 +748,7 @@ func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st
 		key = "no-kueue"
 	default:
 		var m workloads.Match
-		if m, err = jobframework.FindWorkload(ctx, r.wl.c, jobframework.RefOf(r.kind, job)); err != nil {
+		if m, err = r.wl.findWorkload(ctx, jobframework.RefOf(r.kind, job)); err != nil {
 			return nil, facts, nil, 0, fmt.Errorf("find Workload: %w", err)
 		}
 		wl = m.Workload

@@ -20,6 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/progress-planner/planner/pkg/jobframework"
+	"github.com/progress-planner/planner/pkg/workloads"
 )
 
 // WorkloadFacts is what the planner reads from a TrainJob's Workload.
@@ -317,7 +320,8 @@ type workloadIO struct {
 
 // Field indexes of the cache that wakeWaiting lists by: a ClusterQueue's
 // LocalQueues, and a LocalQueue's Workloads (a waiting Workload's
-// ClusterQueue is its LocalQueue's).
+// ClusterQueue is its LocalQueue's). A job's Workloads are listed by
+// jobframework.WorkloadJobUIDIndex.
 const (
 	indexLocalQueueClusterQueue = "spec.clusterQueue"
 	indexWorkloadQueueName      = "spec.queueName"
@@ -336,6 +340,7 @@ var cacheIndexes = []struct {
 	{&kueue.Workload{}, indexWorkloadQueueName, func(o client.Object) []string {
 		return []string{string(o.(*kueue.Workload).Spec.QueueName)}
 	}},
+	{&kueue.Workload{}, jobframework.WorkloadJobUIDIndex, jobframework.WorkloadJobUID},
 }
 
 func (w *workloadIO) ensureIndexes(ctx context.Context) error {
@@ -354,6 +359,15 @@ func (w *workloadIO) ensureIndexes(ctx context.Context) error {
 	}
 	w.indexed = true
 	return nil
+}
+
+// findWorkload is the Workload of job (jobframework.FindWorkloadIndexed,
+// through the cache's index).
+func (w *workloadIO) findWorkload(ctx context.Context, job workloads.Ref) (workloads.Match, error) {
+	if err := w.ensureIndexes(ctx); err != nil {
+		return workloads.Match{}, err
+	}
+	return jobframework.FindWorkloadIndexed(ctx, w.c, job)
 }
 
 // clusterQueueOf resolves a Workload's ClusterQueue: from its admission,
