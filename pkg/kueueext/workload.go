@@ -1,6 +1,7 @@
 package kueueext
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -194,6 +195,12 @@ func PlannerOwnsBoost(entries []metav1.ManagedFieldsEntry) bool {
 }
 
 func ownsAnnotation(raw []byte, key string) bool {
+	// Most entries (Kueue's, the job controllers') never name the key:
+	// skip parsing those. The key's last path segment is matched, which no
+	// JSON escaping of '/' can hide.
+	if !bytes.Contains(raw, []byte(key[strings.LastIndexByte(key, '/')+1:])) {
+		return false
+	}
 	var root fieldsV1
 	if json.Unmarshal(raw, &root) != nil {
 		return false

@@ -148,6 +148,15 @@ func TestBoostOwnership(t *testing.T) {
 			mf(FieldManager, metav1.ManagedFieldsOperationUpdate, "", boostFields),
 		}, []string{"progress-planner (Update)"}, nil, true},
 		{"garbage fields", []metav1.ManagedFieldsEntry{mf("x", metav1.ManagedFieldsOperationUpdate, "", `not json`)}, nil, nil, false},
+		// ownsAnnotation skips entries without the key's last segment
+		// before parsing: an escaped '/' is still found, the key as a
+		// label is not an annotation.
+		{"escaped slash", []metav1.ManagedFieldsEntry{
+			mf("tool", metav1.ManagedFieldsOperationApply, "", `{"f:metadata":{"f:annotations":{"f:kueue.x-k8s.io\/priority-boost":{}}}}`),
+		}, []string{"tool (Apply)"}, []string{"tool"}, false},
+		{"label of that name", []metav1.ManagedFieldsEntry{
+			mf("tool", metav1.ManagedFieldsOperationApply, "", `{"f:metadata":{"f:labels":{"f:kueue.x-k8s.io/priority-boost":{}}}}`),
+		}, nil, nil, false},
 		{"nil fields", []metav1.ManagedFieldsEntry{{Manager: "x"}}, nil, nil, false},
 	}
 	for _, tt := range tests {
