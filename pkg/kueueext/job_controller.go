@@ -147,7 +147,10 @@ type jobState struct {
 	decision preempt.Decision
 
 	lastForecast time.Time
-	newData      bool
+	// lastDataForecast: the last forecast that included new reports;
+	// the rate limit on reports counts from it (schedule.go).
+	lastDataForecast time.Time
+	newData          bool
 	// unsaved: a forecast or observation newer than the stored status
 	// waits for the next checkpoint (forecast.checkpointInterval), due
 	// checkpointAt.
@@ -372,7 +375,7 @@ func (r *JobReconciler) reconcile(ctx context.Context, req reconcile.Request) (c
 	if jobDone {
 		return ctrl.Result{}, nil
 	}
-	in.LastForecast, in.NewData, in.Fresh, in.Urgent = st.lastForecast, st.newData, false, strings.Join(st.urgent, "; ")
+	in.LastForecast, in.LastDataForecast, in.NewData, in.Fresh, in.Urgent = st.lastForecast, st.lastDataForecast, st.newData, false, strings.Join(st.urgent, "; ")
 	next := nextForecast(in)
 	after := next.After
 	if next.Run {
@@ -394,7 +397,7 @@ func (r *JobReconciler) reconcile(ctx context.Context, req reconcile.Request) (c
 func (r *JobReconciler) scheduleInput(st *jobState, facts preempt.Facts, now time.Time, fresh, running, jobDone bool) scheduleInput {
 	deadline := st.decision.NextChange(facts, r.cfg.Policy)
 	in := scheduleInput{
-		Now: now, LastForecast: st.lastForecast, Urgent: strings.Join(st.urgent, "; "),
+		Now: now, LastForecast: st.lastForecast, LastDataForecast: st.lastDataForecast, Urgent: strings.Join(st.urgent, "; "),
 		NewData: st.newData, Fresh: fresh, ReportGap: st.reportGap, LastAccepted: st.lastAccepted,
 		Min: r.cfg.Forecast.MinInterval.Duration, UrgentMin: r.cfg.Forecast.UrgentMinInterval.Duration, Idle: r.cfg.Forecast.IdleInterval.Duration,
 	}
@@ -549,7 +552,7 @@ func (r *JobReconciler) restore(job client.Object, st *jobState, pf *v1alpha1.Pr
 	limits.KeepMetrics = KeepMetrics(job.GetAnnotations())
 	st.hist = progress.NewHistory(limits)
 	st.decision = preempt.Decision{}
-	st.lastForecast = time.Time{}
+	st.lastForecast, st.lastDataForecast = time.Time{}, time.Time{}
 	st.newData, st.urgent, st.factsKey = false, nil, ""
 	if pf.Status.History != nil && len(pf.Status.History.Raw) > 0 {
 		h, err := progress.UnmarshalHistory(pf.Status.History.Raw, limits)
@@ -577,6 +580,7 @@ func (r *JobReconciler) restore(job client.Object, st *jobState, pf *v1alpha1.Pr
 	if pf.Status.Forecast != nil {
 		// Never in the future: a forged time would hold off forecasts.
 		st.lastForecast = notAfter(pf.Status.Forecast.Time.Time, now)
+		st.lastDataForecast = st.lastForecast
 	}
 	st.objective = pf.Status.Objective
 	st.rejectionsEvented = totalRejections(st.hist.Rejections())
@@ -867,8 +871,11 @@ func (r *JobReconciler) forecastAndDecide(job client.Object, wl *kueue.Workload,
 	metricDecisions.WithLabelValues(string(d.Verdict)).Inc()
 	st.decision = d
 	st.lastForecast = now
-	if st.newData && !st.lastAccepted.IsZero() {
-		metricUpdateToDecision.Observe(max(now.Sub(st.lastAccepted), 0).Seconds())
+	if st.newData {
+		st.lastDataForecast = now
+		if !st.lastAccepted.IsZero() {
+			metricUpdateToDecision.Observe(max(now.Sub(st.lastAccepted), 0).Seconds())
+		}
 	}
 	st.newData, st.urgent = false, nil
 

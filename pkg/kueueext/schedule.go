@@ -10,6 +10,13 @@ import (
 type scheduleInput struct {
 	Now          time.Time
 	LastForecast time.Time // zero: never forecast
+	// LastDataForecast is the last forecast that included new reports
+	// (zero: LastForecast). The rate limit on reports counts from it: an
+	// off-phase forecast without reports (a decision deadline, say the
+	// job's minimum age after admission) must not hold the next report
+	// for up to Min (at 3,000 jobs reporting every minute it held one
+	// decision in ten for up to 30 s).
+	LastDataForecast time.Time
 	// NewData: observations arrived since the last forecast.
 	NewData bool
 	// Fresh: a report arrived in this very reconcile, so a forecast now
@@ -46,28 +53,29 @@ type schedule struct {
 //   - the first time;
 //   - when something urgent happened, at most once per UrgentMin;
 //   - when a decision deadline passed, at most once per UrgentMin;
-//   - when new reports arrived, at most once per Min: at the first report
-//     after the Min interval, or, when none comes within about one report
-//     gap after it, on the reports already there;
+//   - when new reports arrived, at most once per Min after the last
+//     forecast that had new reports (and UrgentMin after any): at the
+//     first report after the Min interval, or, when none comes within
+//     about one report gap after it, on the reports already there;
 //   - otherwise once per Idle (a hang shows as the absence of reports).
 func nextForecast(in scheduleInput) schedule {
 	if in.LastForecast.IsZero() {
 		return schedule{Run: true, Why: "first forecast"}
 	}
-	since := in.Now.Sub(in.LastForecast)
+	since, sinceData := in.Now.Sub(in.LastForecast), in.Now.Sub(in.dataAnchor())
 	switch {
 	case in.Urgent != "" && since >= in.UrgentMin:
 		return schedule{Run: true, Why: in.Urgent}
 	case !in.Deadline.IsZero() && !in.Now.Before(in.Deadline) && since >= in.UrgentMin:
 		return schedule{Run: true, Why: "a decision deadline passed"}
-	case in.NewData && since >= in.Min && (in.Fresh || since >= in.Min+in.freshWait()):
+	case in.NewData && sinceData >= in.Min && since >= in.UrgentMin && (in.Fresh || sinceData >= in.Min+in.freshWait()):
 		return schedule{Run: true, Why: "new reports"}
 	case since >= in.Idle:
 		return schedule{Run: true, Why: "no forecast for the idle interval"}
 	}
 	wait := in.Idle - since
 	if in.NewData {
-		wait = min(wait, in.Min+in.freshWait()-since)
+		wait = min(wait, max(in.Min+in.freshWait()-sinceData, in.UrgentMin-since))
 	}
 	if in.Urgent != "" {
 		wait = min(wait, in.UrgentMin-since)
@@ -91,8 +99,16 @@ func nextForecast(in scheduleInput) schedule {
 // periods: the planner's own p50 above 32 s).
 func (in scheduleInput) freshWait() time.Duration {
 	w := min(2*in.ReportGap, in.Min)
-	if !in.LastAccepted.IsZero() && in.LastAccepted.Add(in.ReportGap).After(in.LastForecast.Add(in.Min+w)) {
+	if !in.LastAccepted.IsZero() && in.LastAccepted.Add(in.ReportGap).After(in.dataAnchor().Add(in.Min+w)) {
 		return 0
 	}
 	return w
+}
+
+// dataAnchor is when the rate limit on reports started counting.
+func (in scheduleInput) dataAnchor() time.Time {
+	if in.LastDataForecast.IsZero() {
+		return in.LastForecast
+	}
+	return in.LastDataForecast
 }

@@ -22,6 +22,7 @@ func TestNextForecast(t *testing.T) {
 		fresh    bool
 		gap      time.Duration
 		accepted time.Duration // the newest report's arrival, from last; 0: not known
+		data     time.Duration // the last forecast with new reports, before last; 0: last itself
 		run      bool
 		why      string
 		after    time.Duration
@@ -46,6 +47,9 @@ func TestNextForecast(t *testing.T) {
 		{name: "reports a minute apart, one inside the window: decided when it opens", since: 20 * time.Second, newData: true, gap: time.Minute, accepted: 15 * time.Second, after: 10 * time.Second},
 		{name: "reports a minute apart: the next is not due within the wait, decide at the opening", since: 30 * time.Second, newData: true, gap: time.Minute, accepted: 15 * time.Second, run: true, why: "new reports"},
 		{name: "reports 4 s apart: the next is due, wait for it", since: 30 * time.Second, newData: true, gap: 4 * time.Second, accepted: 29 * time.Second, after: 8 * time.Second},
+		{name: "a deadline forecast without reports does not hold the next report", since: 10 * time.Second, data: 50 * time.Second, newData: true, fresh: true, gap: time.Minute, run: true, why: "new reports"},
+		{name: "but the urgent interval after it still holds", since: 2 * time.Second, data: 58 * time.Second, newData: true, fresh: true, gap: time.Minute, after: 3 * time.Second},
+		{name: "and the min interval counts from the last forecast with reports", since: 10 * time.Second, data: 10 * time.Second, newData: true, fresh: true, gap: 4 * time.Second, after: 18 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +63,9 @@ func TestNextForecast(t *testing.T) {
 			}
 			if tt.deadline != 0 {
 				in.Deadline = last.Add(tt.deadline)
+			}
+			if tt.data != 0 {
+				in.LastDataForecast = last.Add(-tt.data)
 			}
 			got := nextForecast(in)
 			if got.Run != tt.run || got.Why != tt.why || (!tt.run && got.After != tt.after) {

@@ -484,6 +484,8 @@ func runPlannerScale(b *testing.B, jobs int, period, warmup, duration time.Durat
 		}
 		byMethod := counterDelta(fams["rest_client_requests_total"], w.metrics0["rest_client_requests_total"], func(l map[string]string) string { return l["method"] })
 		b.Logf("planner API requests by method (window): %v", byMethod)
+		byTrigger := counterDelta(fams["planner_forecasts_total"], w.metrics0["planner_forecasts_total"], func(l map[string]string) string { return l["trigger"] })
+		b.Logf("planner forecasts by trigger (window): %v", byTrigger)
 	}
 }
 
