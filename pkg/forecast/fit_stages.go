@@ -320,7 +320,7 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		// when larger, the job's own recent steps (a curve levelling
 		// off understates the last evaluations' gains), shrunk by as
 		// much as the curve's step shrinks between now and the crossing.
-		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*stepShrink(bl, st.xLast, xH, step))
+		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*stepShrink(bl, st.xLast, step, mean-m2))
 		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
 	}
 	if st.pin.fixed && len(obs) >= s.PlateauStallPoints && st.pin.pace > 0 {
@@ -402,20 +402,18 @@ func checkIntegrity(st *fitState) bool {
 }
 
 // stepShrink is the ratio of the blended curve's gain over one
-// evaluation step at xH to its gain over one step at xLast, in [0, 1]
-// (1 when the curve is not improving at xLast). A run's per-evaluation
-// gains measured early overstate those at a crossing far ahead; the
-// curve's shape says by how much, even where its level is off.
-func stepShrink(bl blended, xLast, xH, step float64) float64 {
-	if step <= 0 || xH <= xLast {
+// evaluation step at the crossing (then, from the caller's predictions
+// there) to its gain over one step at xLast, in [0, 1] (1 when the curve
+// is not improving at xLast). A run's per-evaluation gains measured early
+// overstate those at a crossing far ahead; the curve's shape says by how
+// much, even where its level is off.
+func stepShrink(bl blended, xLast, step, then float64) float64 {
+	if step <= 0 {
 		return 1
 	}
-	gain := func(x float64) float64 {
-		a, _ := bl.predict(x)
-		b, _ := bl.predict(x + step)
-		return a - b
-	}
-	now, then := gain(xLast), gain(xH)
+	a, _ := bl.predict(xLast)
+	b, _ := bl.predict(xLast + step)
+	now := a - b
 	if now <= 0 {
 		return 1
 	}
