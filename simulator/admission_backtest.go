@@ -36,10 +36,30 @@ type AdmissionBacktestOptions struct {
 	Horizon float64
 }
 
-// AdmissionEstimator estimates job's admission in a captured scenario:
-// seconds after the capture (+Inf: not within the simulated future).
-// pkg/admission provides it (it imports this package).
-type AdmissionEstimator func(sc *Scenario, job string) (p10, median, p90 float64, err error)
+// AdmissionInterval is an admission estimate: seconds after the capture
+// (+Inf: not within the simulated future).
+type AdmissionInterval struct{ P10, Median, P90 float64 }
+
+// AdmissionEstimator estimates the admission of jobs in a captured
+// scenario, in one set of futures, as explain and the live page estimate
+// every waiting job at once. pkg/admission provides it (it imports this
+// package).
+type AdmissionEstimator func(sc *Scenario, jobs []string) ([]AdmissionInterval, error)
+
+// AdmissionOutcome is an earlier estimate and the wait that followed it,
+// as the estimate's calibration reads it: Wait is all of the wait after
+// the estimate was made, or, while Waiting, the wait so far.
+type AdmissionOutcome struct {
+	P10, P90 float64
+	Wait     float64
+	Waiting  bool
+}
+
+// AdmissionCalibrator turns an estimate's interval into the one shown,
+// from the outcomes of the estimates made before it (pkg/admission's
+// calibration on its own past misses), and says how many outcomes it
+// used (0: the interval as it is).
+type AdmissionCalibrator func(past []AdmissionOutcome, est AdmissionInterval) (lo, hi float64, used int)
 
 // AdmissionSample is one captured waiting job.
 type AdmissionSample struct {
@@ -47,26 +67,63 @@ type AdmissionSample struct {
 	Queue string  `json:"queue"`
 	T     float64 `json:"t"`
 	// Wait is how long it really waited (+Inf, null in JSON: never
-	// admitted); P10, Median, P90 the estimate (same units).
-	Wait   Float `json:"waitSeconds"`
-	P10    Float `json:"p10Seconds"`
-	Median Float `json:"medianSeconds"`
-	P90    Float `json:"p90Seconds"`
-	Inside bool  `json:"inside"`
-	sc     *Scenario
-	id     int
+	// admitted); P10, Median, P90 the estimate as shown, calibrated on
+	// Outcomes of the earlier estimates' outcomes (0: the futures'
+	// interval as it is), FuturesP10 and FuturesP90 the futures' own
+	// interval (same units).
+	Wait       Float `json:"waitSeconds"`
+	P10        Float `json:"p10Seconds"`
+	Median     Float `json:"medianSeconds"`
+	P90        Float `json:"p90Seconds"`
+	FuturesP10 Float `json:"futuresP10Seconds"`
+	FuturesP90 Float `json:"futuresP90Seconds"`
+	Outcomes   int   `json:"outcomes"`
+	Inside     bool  `json:"inside"`
+	sc         *Scenario
+	id         int
+	pending    []int // ids of the jobs waiting in the capture, this one last
+}
+
+// AdmissionCoverage counts where the waits fell against an interval.
+type AdmissionCoverage struct {
+	Inside   int     `json:"inside"`
+	Below    int     `json:"below"` // waited less than P10
+	Above    int     `json:"above"` // waited more than P90
+	Coverage float64 `json:"coverage"`
+}
+
+func (c *AdmissionCoverage) add(wait, lo, hi float64) bool {
+	switch {
+	case lo <= wait && wait <= hi:
+		c.Inside++
+		return true
+	case wait < lo:
+		c.Below++
+	default:
+		c.Above++
+	}
+	return false
+}
+
+func (c *AdmissionCoverage) finish() {
+	if n := c.Inside + c.Below + c.Above; n > 0 {
+		c.Coverage = float64(c.Inside) / float64(n)
+	}
 }
 
 // AdmissionBacktestResult is the outcome.
 type AdmissionBacktestResult struct {
 	Scenario string `json:"scenario"`
 	// Captured arrivals; Scored: those that waited.
-	Captured int     `json:"captured"`
-	Scored   int     `json:"scored"`
-	Inside   int     `json:"inside"`
-	Below    int     `json:"below"` // waited less than P10
-	Above    int     `json:"above"` // waited more than P90
-	Coverage float64 `json:"coverage"`
+	Captured int `json:"captured"`
+	Scored   int `json:"scored"`
+	// The interval as shown (calibrated), and the futures' own.
+	AdmissionCoverage
+	Futures AdmissionCoverage `json:"futures"`
+	// Estimated: the waiting jobs' first estimates made (the scored ones
+	// and the others waiting at the captures), the outcomes the
+	// calibration reads.
+	Estimated int `json:"estimated"`
 	// MedianAbsErr is the median |median estimate − wait| (seconds) and
 	// MedianRelErr the median of that over the wait, both over the jobs
 	// admitted and estimated to be.
@@ -97,7 +154,14 @@ func (p *admissionProbe) arrived(e *engine, j *jobState) {
 	if (p.arrivals-1)%p.stride != 0 {
 		return
 	}
-	p.samples = append(p.samples, AdmissionSample{Job: j.Name, Queue: j.Queue, T: e.now, sc: p.capture(e, j), id: j.ID})
+	var pending []int
+	for _, q := range e.cl.queues {
+		for _, w := range q.pending {
+			pending = append(pending, w.ID)
+		}
+	}
+	pending = append(pending, j.ID)
+	p.samples = append(p.samples, AdmissionSample{Job: j.Name, Queue: j.Queue, T: e.now, sc: p.capture(e, j), id: j.ID, pending: pending})
 }
 
 // capture is the cluster at e.now as a scenario: time 0 is now, the
@@ -176,8 +240,12 @@ func (p *admissionProbe) spec(e *engine, j *jobState, arrival Seconds) JobSpec {
 }
 
 // AdmissionBacktest runs the planner policy on in with the probe, then
-// estimates every captured job that waited with est and scores it.
-func AdmissionBacktest(in *Input, opt Options, o AdmissionBacktestOptions, est AdmissionEstimator) (*AdmissionBacktestResult, error) {
+// estimates, capture by capture in time order, every waiting job not
+// estimated before (as explain and the live page estimate all waiting
+// jobs), and scores each captured arrival that waited: its interval as
+// cal makes it from the outcomes known at its capture (nil: the futures'
+// interval as it is), and the futures' own.
+func AdmissionBacktest(in *Input, opt Options, o AdmissionBacktestOptions, est AdmissionEstimator, cal AdmissionCalibrator) (*AdmissionBacktestResult, error) {
 	if o.Samples == 0 {
 		o.Samples = 200
 	}
@@ -206,55 +274,117 @@ func AdmissionBacktest(in *Input, opt Options, o AdmissionBacktestOptions, est A
 	e.loop()
 	r := &AdmissionBacktestResult{Scenario: in.Name, Captured: len(probe.samples)}
 	r.Run = e.result(PolicyPlanner, time.Since(start).Seconds()).Summary
+	firsts, err := firstEstimates(e, probe.samples, est)
+	if err != nil {
+		return nil, err
+	}
+	r.Estimated = len(firsts)
 	var absErr, relErr, waits []float64
 	for _, s := range probe.samples {
-		j := e.jobs[s.id]
-		wait := j.firstAdmit - j.Arrival
-		if math.IsNaN(j.firstAdmit) {
-			wait = math.Inf(1)
-		}
-		if !(wait > 0) {
+		wait := waitOf(e.jobs[s.id])
+		f, ok := firsts[s.id]
+		if !(wait > 0) || !ok || f.t != s.T {
 			continue // admitted on arrival
 		}
-		p10, med, p90, err := est(s.sc, s.Job)
-		if err != nil {
-			return nil, fmt.Errorf("admission backtest: %s at %v: %w", s.Job, Seconds(s.T), err)
+		lo, hi := f.iv.P10, f.iv.P90
+		if cal != nil {
+			lo, hi, s.Outcomes = cal(outcomesAt(e, firsts, s.T, o.Horizon), f.iv)
 		}
-		// The captured job arrives 1 s after the capture.
-		p10, med, p90 = math.Max(p10-1, 0), math.Max(med-1, 0), math.Max(p90-1, 0)
-		s.Wait, s.P10, s.Median, s.P90 = Float(wait), Float(p10), Float(med), Float(p90)
-		s.Inside = p10 <= wait && wait <= p90
-		switch {
-		case s.Inside:
-			r.Inside++
-		case wait < p10:
-			r.Below++
-		default:
-			r.Above++
-		}
-		if !math.IsInf(wait, 1) && !math.IsInf(med, 1) {
+		s.Wait, s.P10, s.Median, s.P90 = Float(wait), Float(lo), Float(f.iv.Median), Float(hi)
+		s.FuturesP10, s.FuturesP90 = Float(f.iv.P10), Float(f.iv.P90)
+		s.Inside = r.add(wait, lo, hi)
+		r.Futures.add(wait, f.iv.P10, f.iv.P90)
+		if med := f.iv.Median; !math.IsInf(wait, 1) && !math.IsInf(med, 1) {
 			absErr = append(absErr, math.Abs(med-wait))
 			relErr = append(relErr, math.Abs(med-wait)/wait)
 		}
 		waits = append(waits, wait)
-		s.sc = nil
+		s.sc, s.pending = nil, nil
 		r.Samples = append(r.Samples, s)
 	}
 	r.Scored = len(r.Samples)
+	r.finish()
+	r.Futures.finish()
 	if r.Scored > 0 {
-		r.Coverage = float64(r.Inside) / float64(r.Scored)
 		r.MedianAbsErr, r.MedianRelErr, r.MedianWait = orderstats.Median(absErr), orderstats.Median(relErr), orderstats.Median(waits)
 	}
 	r.Wall = time.Since(start).Seconds()
 	return r, nil
 }
 
+// waitOf is how long j waited for its first admission (+Inf: never).
+func waitOf(j *jobState) float64 {
+	if math.IsNaN(j.firstAdmit) {
+		return math.Inf(1)
+	}
+	return j.firstAdmit - j.Arrival
+}
+
+// firstEstimate is a waiting job's first estimate, made at capture time t.
+type firstEstimate struct {
+	t  float64
+	iv AdmissionInterval
+}
+
+// firstEstimates estimates, capture by capture, the jobs waiting in it
+// that went on to wait (not admitted on arrival) and were not estimated
+// at an earlier capture, in one set of futures per capture.
+func firstEstimates(e *engine, samples []AdmissionSample, est AdmissionEstimator) (map[int]firstEstimate, error) {
+	firsts := map[int]firstEstimate{}
+	for _, s := range samples {
+		var names []string
+		var ids []int
+		for _, id := range s.pending {
+			if _, done := firsts[id]; done || !(waitOf(e.jobs[id]) > 0) {
+				continue
+			}
+			names, ids = append(names, e.jobs[id].Name), append(ids, id)
+		}
+		if len(names) == 0 {
+			continue
+		}
+		ivs, err := est(s.sc, names)
+		if err != nil {
+			return nil, fmt.Errorf("admission backtest: capture at %v: %w", Seconds(s.T), err)
+		}
+		for i, id := range ids {
+			// The captured jobs arrive 1 s after the capture.
+			iv := ivs[i]
+			iv.P10, iv.Median, iv.P90 = math.Max(iv.P10-1, 0), math.Max(iv.Median-1, 0), math.Max(iv.P90-1, 0)
+			firsts[id] = firstEstimate{t: s.T, iv: iv}
+		}
+	}
+	return firsts, nil
+}
+
+// outcomesAt is what the estimates made in the horizon before t show at
+// t: the waits of the jobs admitted by then, and the waits so far of the
+// others.
+func outcomesAt(e *engine, firsts map[int]firstEstimate, t, horizon float64) []AdmissionOutcome {
+	var out []AdmissionOutcome
+	for id, f := range firsts {
+		if f.t >= t || f.t < t-horizon {
+			continue
+		}
+		o := AdmissionOutcome{P10: f.iv.P10, P90: f.iv.P90}
+		if admit := e.jobs[id].firstAdmit; !math.IsNaN(admit) && admit <= t {
+			o.Wait = admit - f.t
+		} else {
+			o.Wait, o.Waiting = t-f.t, true
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // WriteTable prints the backtest's summary.
 func (r *AdmissionBacktestResult) WriteTable(w io.Writer) error {
-	_, err := fmt.Fprintf(w, `admission backtest: scenario %s, planner policy; %d arrivals captured, %d waited and are scored
+	_, err := fmt.Fprintf(w, `admission backtest: scenario %s, planner policy; %d arrivals captured, %d waited and are scored (%d waiting jobs estimated in all)
 80 %% interval coverage: %.1f%% (%d inside, %d waited less than P10, %d more than P90; target 70–90 %%)
+  the futures' own interval, before calibration: %.1f%% (%d / %d / %d)
 median |estimate − wait|: %s (%.0f%% of the wait); median wait %s; %.1fs
-`, r.Scenario, r.Captured, r.Scored, 100*r.Coverage, r.Inside, r.Below, r.Above,
+`, r.Scenario, r.Captured, r.Scored, r.Estimated, 100*r.Coverage, r.Inside, r.Below, r.Above,
+		100*r.Futures.Coverage, r.Futures.Inside, r.Futures.Below, r.Futures.Above,
 		Seconds(math.Round(r.MedianAbsErr)), 100*r.MedianRelErr, Seconds(math.Round(r.MedianWait)), r.Wall)
 	return err
 }

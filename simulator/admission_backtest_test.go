@@ -87,22 +87,39 @@ func TestAdmissionBacktestScoring(t *testing.T) {
 		t.Fatal(err)
 	}
 	captured := map[string]*Scenario{}
-	est := func(c *Scenario, job string) (float64, float64, float64, error) {
-		captured[job] = c
-		if job == "b" { // b really waits 990 s; +1: it arrives 1 s into the capture
-			return 901, 1001, 1101, nil
+	est := func(c *Scenario, jobs []string) ([]AdmissionInterval, error) {
+		if len(jobs) != 1 {
+			t.Fatalf("estimated %v together, want b then c: each once, at its arrival", jobs)
 		}
-		return 101, 201, 301, nil // c waits 1080 s (behind b): too early
+		captured[jobs[0]] = c
+		if jobs[0] == "b" { // b really waits 990 s; +1: it arrives 1 s into the capture
+			return []AdmissionInterval{{901, 1001, 1101}}, nil
+		}
+		return []AdmissionInterval{{101, 201, 301}}, nil // c waits 1080 s (behind b): too early
 	}
-	r, err := AdmissionBacktest(in, opt, AdmissionBacktestOptions{Samples: 3}, est)
+	var seen [][]AdmissionOutcome
+	cal := func(past []AdmissionOutcome, iv AdmissionInterval) (float64, float64, int) {
+		seen = append(seen, past)
+		return iv.P10, 2 * iv.P90, len(past)
+	}
+	r, err := AdmissionBacktest(in, opt, AdmissionBacktestOptions{Samples: 3}, est, cal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Captured != 3 || r.Scored != 2 || r.Inside != 1 || r.Above != 1 || r.Coverage != 0.5 {
-		t.Fatalf("captured %d scored %d inside %d above %d coverage %v", r.Captured, r.Scored, r.Inside, r.Above, r.Coverage)
+	if r.Captured != 3 || r.Scored != 2 || r.Estimated != 2 || r.Futures.Inside != 1 || r.Futures.Above != 1 || r.Futures.Coverage != 0.5 {
+		t.Fatalf("captured %d scored %d estimated %d, futures' interval %+v", r.Captured, r.Scored, r.Estimated, r.Futures)
 	}
-	if s := r.Samples[0]; s.Job != "b" || s.Wait != 990 || s.Median != 1000 || !s.Inside {
+	// Calibrated (P90 doubled): c's 1080 s is still above its 600 s.
+	if r.Inside != 1 || r.Above != 1 || r.Coverage != 0.5 {
+		t.Errorf("calibrated %+v", r.AdmissionCoverage)
+	}
+	if s := r.Samples[0]; s.Job != "b" || s.Wait != 990 || s.Median != 1000 || s.P90 != 2200 || s.FuturesP90 != 1100 || !s.Inside || s.Outcomes != 0 {
 		t.Errorf("b: %+v", s)
+	}
+	// At c's capture (20 s) b's estimate, made at 10 s, has waited 10 s
+	// so far: the one outcome known, still waiting.
+	if len(seen) != 2 || len(seen[0]) != 0 || len(seen[1]) != 1 || seen[1][0] != (AdmissionOutcome{P10: 900, P90: 1100, Wait: 10, Waiting: true}) {
+		t.Errorf("outcomes the calibration saw: %+v", seen)
 	}
 	if got := r.MedianAbsErr; got != (10+880)/2.0 {
 		t.Errorf("median |error| %v, want 445", got)

@@ -28,14 +28,23 @@ func runAdmissionBacktest(cmd *cobra.Command, in *simulator.Input, opt simulator
 		return usageErrorf("--admission-samples %d and --admission-runs %d: want positive numbers", a.samples, a.runs)
 	}
 	opt.Progress = nil
-	est := func(sc *simulator.Scenario, job string) (float64, float64, float64, error) {
-		es, err := admission.Estimates(sc, []string{job}, admission.Settings{Runs: a.runs, Policy: simulator.PolicyPlanner, Options: opt})
+	est := func(sc *simulator.Scenario, jobs []string) ([]simulator.AdmissionInterval, error) {
+		es, err := admission.Estimates(sc, jobs, admission.Settings{Runs: a.runs, Policy: simulator.PolicyPlanner, Options: opt})
 		if err != nil {
-			return 0, 0, 0, err
+			return nil, err
 		}
-		return es[0].P10, es[0].Median, es[0].P90, nil
+		out := make([]simulator.AdmissionInterval, len(es))
+		for i, e := range es {
+			out[i] = simulator.AdmissionInterval{P10: e.P10, Median: e.Median, P90: e.P90}
+		}
+		return out, nil
 	}
-	r, err := simulator.AdmissionBacktest(in, opt, simulator.AdmissionBacktestOptions{Samples: a.samples}, est)
+	cal := func(past []simulator.AdmissionOutcome, iv simulator.AdmissionInterval) (float64, float64, int) {
+		c := admission.Calibrate(past)
+		lo, hi := c.Apply(iv.P10, iv.Median, iv.P90)
+		return lo, hi, c.Outcomes
+	}
+	r, err := simulator.AdmissionBacktest(in, opt, simulator.AdmissionBacktestOptions{Samples: a.samples}, est, cal)
 	if err != nil {
 		return err
 	}
