@@ -31,6 +31,9 @@ type Settings struct {
 	// Options are the simulator's run options (the scenario's own are
 	// applied on top, as `planner simulate` does).
 	Options simulator.Options
+	// Calibration is applied to the intervals ForWaiting returns (the
+	// zero value: none; a Tracker's, where there is one).
+	Calibration Calibration
 }
 
 // defaultPolicy is the policy when Settings.Policy is empty.

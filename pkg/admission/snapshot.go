@@ -61,7 +61,7 @@ func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (
 		pol = defaultPolicy
 	}
 	for _, e := range es {
-		a := reportEstimate(e, pol)
+		a := reportEstimate(e, pol, s.Calibration)
 		for _, key := range keys[e.Job] {
 			out[key] = a
 		}
@@ -70,16 +70,19 @@ func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (
 }
 
 // reportEstimate is e in the report's model: +Inf (not admitted within the
-// simulated future) becomes nil, causes most frequent first.
-func reportEstimate(e Estimate, policy string) *report.AdmissionEstimate {
+// simulated future) becomes nil, the range calibrated by c, causes most
+// frequent first.
+func reportEstimate(e Estimate, policy string, c Calibration) *report.AdmissionEstimate {
 	finite := func(x float64) *float64 {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return nil
 		}
 		return &x
 	}
+	lo, hi := c.Apply(e.P10, e.Median, e.P90)
 	a := &report.AdmissionEstimate{Runs: e.Runs, Admitted: e.Admitted, Policy: policy,
-		P10: finite(e.P10), Median: finite(e.Median), P90: finite(e.P90)}
+		P10: finite(lo), Median: finite(e.Median), P90: finite(hi),
+		FuturesP10: finite(e.P10), FuturesP90: finite(e.P90), CalibratedOn: c.Outcomes}
 	for c, n := range e.Causes {
 		a.Causes = append(a.Causes, report.CauseCount{Cause: c, Runs: n})
 	}

@@ -123,6 +123,13 @@ type AdmissionEstimate struct {
 	P10      *float64 `json:"p10Seconds"`
 	Median   *float64 `json:"medianSeconds"`
 	P90      *float64 `json:"p90Seconds"`
+	// FuturesP10 and FuturesP90 are the futures' own 10 %–90 % range;
+	// P10 and P90 are that range calibrated on the outcomes of
+	// CalibratedOn earlier estimates (pkg/admission; 0: not calibrated,
+	// the same range).
+	FuturesP10   *float64 `json:"futuresP10Seconds,omitempty"`
+	FuturesP90   *float64 `json:"futuresP90Seconds,omitempty"`
+	CalibratedOn int      `json:"calibratedOn,omitempty"`
 	// Causes: in how many runs each event freed the GPUs it was admitted
 	// into, most frequent first.
 	Causes []CauseCount `json:"causes,omitempty"`
@@ -177,6 +184,9 @@ func (a *AdmissionEstimate) Text() string {
 		fmt.Fprintf(&b, "expected in %s (80 %%: %s to %s)", humanize.Duration(*a.Median), when(a.P10), when(a.P90))
 	}
 	fmt.Fprintf(&b, "; %d simulated futures under the %s policy", a.Runs, a.Policy)
+	if a.CalibratedOn > 0 {
+		fmt.Fprintf(&b, ", the range calibrated on how %d earlier estimates turned out", a.CalibratedOn)
+	}
 	if len(a.Causes) > 0 {
 		parts := make([]string, len(a.Causes))
 		for i, c := range a.Causes {

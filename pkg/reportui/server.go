@@ -73,6 +73,9 @@ type Server struct {
 	// bound is the listener's address once Start listens (tests use
 	// ":0").
 	bound chan string
+	// tracker keeps the admission estimates' outcomes for their
+	// calibration (admission.Tracker).
+	tracker admission.Tracker
 }
 
 // New returns a server reading the namespaced kinds from cache (the
@@ -103,13 +106,7 @@ func (s *Server) Rebuild(ctx context.Context) error {
 	in.RefreshSeconds = max(int(s.opt.Refresh.Seconds()), 1)
 	r := report.Build(in)
 	if s.opt.Admission != nil {
-		est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
-			DefaultDuration: admissionDefaultDuration, Horizon: admissionArrivals}, *s.opt.Admission)
-		if err != nil {
-			// The page still shows everything else.
-			s.opt.Log.Error(err, "admission estimates")
-		}
-		r.SetAdmissions(est)
+		r.SetAdmissions(s.admissions(snap))
 	}
 	var h, j bytes.Buffer
 	if err := r.Write(&h, "html"); err != nil {
@@ -127,6 +124,29 @@ func (s *Server) Rebuild(ctx context.Context) error {
 	s.html, s.json, s.failed, s.built = h.Bytes(), j.Bytes(), "", s.opt.Now()
 	s.mu.Unlock()
 	return nil
+}
+
+// admissions estimates the waiting jobs' admissions, the ranges
+// calibrated on how this server's earlier estimates turned out, and
+// records the new ones and the admissions since.
+func (s *Server) admissions(snap *clusterview.Snapshot) map[string]*report.AdmissionEstimate {
+	now := s.opt.Now()
+	set := *s.opt.Admission
+	set.Calibration = s.tracker.Calibration(now)
+	est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: now,
+		DefaultDuration: admissionDefaultDuration, Horizon: admissionArrivals}, set)
+	if err != nil {
+		// The page still shows everything else.
+		s.opt.Log.Error(err, "admission estimates")
+		return nil
+	}
+	viewOf := snap.ViewOf(s.opt.GPUResource)
+	views := make([]report.WorkloadView, len(snap.Workloads))
+	for i := range snap.Workloads {
+		views[i] = viewOf(&snap.Workloads[i])
+	}
+	s.tracker.Observe(now, views, est)
+	return est
 }
 
 func (s *Server) setFailed(what string) {

@@ -1,0 +1,92 @@
+package admission
+
+import (
+	"sync"
+	"time"
+
+	"github.com/progress-planner/planner/pkg/report"
+)
+
+// Tracker keeps, for a process that estimates again and again (the live
+// page, at every rebuild), each waiting Workload's first estimate and
+// what became of it: the outcomes Calibrate reads. It lives in memory: a
+// restarted planner calibrates again from the estimates it makes.
+type Tracker struct {
+	// Horizon: estimates older than this are forgotten (24 h when 0, as
+	// the arrivals the futures draw from).
+	Horizon time.Duration
+
+	mu      sync.Mutex
+	tracked map[string]*trackedEstimate
+}
+
+// trackedEstimate is one Workload's first estimate (the futures' own
+// interval, seconds after at) and, once seen admitted, when.
+type trackedEstimate struct {
+	at       time.Time
+	p10, p90 float64
+	admitted time.Time // zero: still waiting
+}
+
+// Observe records what a rebuild at now saw: the Workloads (views) and
+// the estimates of the waiting ones (est, keyed by Workload key as
+// ForWaiting keys them). A Workload seen waiting with a bounded estimate
+// for the first time is tracked; a tracked one seen running is admitted
+// (now, to the rebuild's period); one gone or finished before it was
+// admitted is forgotten (its wait is not known).
+func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[string]*report.AdmissionEstimate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tracked == nil {
+		t.tracked = map[string]*trackedEstimate{}
+	}
+	seen := make(map[string]bool, len(views))
+	for _, v := range views {
+		k := v.Key()
+		seen[k] = true
+		tr := t.tracked[k]
+		switch {
+		case tr == nil && v.State == report.Waiting:
+			if e := est[k]; e != nil && e.FuturesP10 != nil && e.FuturesP90 != nil {
+				t.tracked[k] = &trackedEstimate{at: now, p10: *e.FuturesP10, p90: *e.FuturesP90}
+			}
+		case tr != nil && tr.admitted.IsZero() && v.State == report.Running:
+			tr.admitted = now
+		case tr != nil && tr.admitted.IsZero() && v.State != report.Waiting:
+			delete(t.tracked, k)
+		}
+	}
+	for k, tr := range t.tracked {
+		if !seen[k] && tr.admitted.IsZero() || now.Sub(tr.at) > t.horizon() {
+			delete(t.tracked, k)
+		}
+	}
+}
+
+func (t *Tracker) horizon() time.Duration {
+	if t.Horizon > 0 {
+		return t.Horizon
+	}
+	return 24 * time.Hour
+}
+
+// Calibration is the calibration from the outcomes of the estimates made
+// within the horizon before now.
+func (t *Tracker) Calibration(now time.Time) Calibration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	past := make([]Outcome, 0, len(t.tracked))
+	for _, tr := range t.tracked {
+		if now.Sub(tr.at) > t.horizon() {
+			continue // Observe has not pruned it yet
+		}
+		o := Outcome{P10: tr.p10, P90: tr.p90}
+		if tr.admitted.IsZero() {
+			o.Wait, o.Waiting = now.Sub(tr.at).Seconds(), true
+		} else {
+			o.Wait = tr.admitted.Sub(tr.at).Seconds()
+		}
+		past = append(past, o)
+	}
+	return Calibrate(past)
+}
