@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/progress-planner/planner/pkg/admission"
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/reportui"
 	"github.com/progress-planner/planner/simulator"
@@ -30,7 +32,10 @@ func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log
 	sim.Policy = cfg.Policy
 	s := reportui.New(mgr.GetClient(), mgr.GetAPIReader(), reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
 		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders,
-		Admission: &admission.Settings{Runs: admission.DefaultRuns, Policy: simulator.PolicyPlanner, Options: sim}})
+		Admission: &admission.Settings{Runs: admission.DefaultRuns, Policy: simulator.PolicyPlanner, Options: sim},
+		OnAdmissions: func(sc admission.Scored, c admission.Calibration) {
+			kueueext.RecordAdmissionEstimates(sc.Inside, sc.Below, sc.Above, c.Outcomes, math.Exp(c.Shift))
+		}})
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("add the report page: %w", err)
 	}

@@ -21,25 +21,34 @@ type Tracker struct {
 }
 
 // trackedEstimate is one Workload's first estimate (the futures' own
-// interval, seconds after at) and, once seen admitted, when.
+// interval and the one shown, seconds after at) and, once seen admitted,
+// when.
 type trackedEstimate struct {
-	at       time.Time
-	p10, p90 float64
-	admitted time.Time // zero: still waiting
+	at               time.Time
+	p10, p90         float64
+	shownLo, shownHi float64
+	admitted         time.Time // zero: still waiting
 }
+
+// Scored counts the tracked estimates whose Workload was admitted, by
+// where the wait fell against the range shown: the live page's own
+// coverage.
+type Scored struct{ Inside, Below, Above int }
 
 // Observe records what a rebuild at now saw: the Workloads (views) and
 // the estimates of the waiting ones (est, keyed by Workload key as
 // ForWaiting keys them). A Workload seen waiting with a bounded estimate
 // for the first time is tracked; a tracked one seen running is admitted
-// (now, to the rebuild's period); one gone or finished before it was
-// admitted is forgotten (its wait is not known).
-func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[string]*report.AdmissionEstimate) {
+// (now, to the rebuild's period) and scored against the range shown with
+// its first estimate; one gone or finished before it was admitted is
+// forgotten (its wait is not known).
+func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[string]*report.AdmissionEstimate) Scored {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tracked == nil {
 		t.tracked = map[string]*trackedEstimate{}
 	}
+	var sc Scored
 	seen := make(map[string]bool, len(views))
 	for _, v := range views {
 		k := v.Key()
@@ -47,11 +56,19 @@ func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[st
 		tr := t.tracked[k]
 		switch {
 		case tr == nil && v.State == report.Waiting:
-			if e := est[k]; e != nil && e.FuturesP10 != nil && e.FuturesP90 != nil {
-				t.tracked[k] = &trackedEstimate{at: now, p10: *e.FuturesP10, p90: *e.FuturesP90}
+			if e := est[k]; e != nil && e.FuturesP10 != nil && e.FuturesP90 != nil && e.P10 != nil && e.P90 != nil {
+				t.tracked[k] = &trackedEstimate{at: now, p10: *e.FuturesP10, p90: *e.FuturesP90, shownLo: *e.P10, shownHi: *e.P90}
 			}
 		case tr != nil && tr.admitted.IsZero() && v.State == report.Running:
 			tr.admitted = now
+			switch wait := now.Sub(tr.at).Seconds(); {
+			case wait < tr.shownLo:
+				sc.Below++
+			case wait > tr.shownHi:
+				sc.Above++
+			default:
+				sc.Inside++
+			}
 		case tr != nil && tr.admitted.IsZero() && v.State != report.Waiting:
 			delete(t.tracked, k)
 		}
@@ -61,6 +78,7 @@ func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[st
 			delete(t.tracked, k)
 		}
 	}
+	return sc
 }
 
 func (t *Tracker) horizon() time.Duration {

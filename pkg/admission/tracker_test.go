@@ -25,12 +25,12 @@ func TestTracker(t *testing.T) {
 	for i := range 10 {
 		v := view(fmt.Sprintf("w%d", i), report.Waiting)
 		views = append(views, v)
-		est[v.Key()] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100)}
+		est[v.Key()] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100), P10: f(0), P90: f(100)}
 	}
 	views = append(views, view("unbounded", report.Waiting), view("gone", report.Waiting), view("fin", report.Waiting))
-	est["ns/unbounded"] = &report.AdmissionEstimate{FuturesP10: f(0)}
-	est["ns/gone"] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100)}
-	est["ns/fin"] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100)}
+	est["ns/unbounded"] = &report.AdmissionEstimate{FuturesP10: f(0), P10: f(0)}
+	est["ns/gone"] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100), P10: f(0), P90: f(100)}
+	est["ns/fin"] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100), P10: f(0), P90: f(100)}
 	var tr Tracker
 	tr.Observe(t0, views, est)
 	if c := tr.Calibration(t0); c.Outcomes != 0 {
@@ -40,7 +40,7 @@ func TestTracker(t *testing.T) {
 	// A minute later the estimates differ: the first ones stay, and
 	// "unbounded" gets its first bounded one (1000–2000 s).
 	for k := range est {
-		est[k] = &report.AdmissionEstimate{FuturesP10: f(1000), FuturesP90: f(2000)}
+		est[k] = &report.AdmissionEstimate{FuturesP10: f(1000), FuturesP90: f(2000), P10: f(1000), P90: f(2000)}
 	}
 	tr.Observe(t0.Add(time.Minute), views, est)
 
@@ -52,7 +52,9 @@ func TestTracker(t *testing.T) {
 	}
 	later = append(later, view("unbounded", report.Waiting), view("fin", report.Finished))
 	t10 := t0.Add(10 * time.Minute)
-	tr.Observe(t10, later, nil)
+	if sc := tr.Observe(t10, later, nil); sc != (Scored{Above: 10}) {
+		t.Errorf("scored %+v, want the ten above the range shown (0–100 s)", sc)
+	}
 	// An hour after that "unbounded" still waits, past its P90 of 2000 s
 	// by less than the ten: the 10th smallest of 11 scores (⌈12 · 0.8⌉)
 	// is theirs.

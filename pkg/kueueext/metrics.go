@@ -67,6 +67,18 @@ var (
 		Help:    "For jobs that succeeded: |predicted end − actual end| / (actual end − forecast time) of the first forecast past each progress checkpoint (25, 50, 75 %), the live counterpart of the backtest's ETA error.",
 		Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2},
 	}, []string{"checkpoint"})
+	metricAdmissionScored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "planner_admission_estimates_scored_total",
+		Help: "Waiting Workloads the live page estimated and has since seen admitted, by where the wait fell against the 80 % range shown with the first estimate (inside, below, above): the admission estimate's live coverage.",
+	}, []string{"result"})
+	metricAdmissionOutcomes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "planner_admission_calibration_outcomes",
+		Help: "Earlier admission estimates (last 24 h) the live page's range calibration rests on; 0: fewer than it needs, the simulated futures' own range is shown.",
+	})
+	metricAdmissionFactor = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "planner_admission_range_factor",
+		Help: "How far the live page's admission ranges are stretched past the simulated futures' own: P90 + 1 min is multiplied, and P10 + 1 min divided, by this factor (1: not calibrated; below 1: narrowed).",
+	})
 	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "planner_nudges_total",
 		Help: "Waiting Workloads woken after the planner lowered an admitted Workload's boost.",
@@ -118,8 +130,21 @@ func RegisterMetrics() {
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 			metricKueueClockAhead, metricFutureTimes, metricKueueBoostGate, metricKueueInfo,
 			metricYields, metricGPUHoursYielded, metricJobsByVerdict, metricETAError,
+			metricAdmissionScored, metricAdmissionOutcomes, metricAdmissionFactor,
 		)
 	})
+}
+
+// RecordAdmissionEstimates publishes a live page rebuild's admission
+// estimate figures: the estimates newly scored against their admission
+// (inside, below, above the range shown), and the calibration in use
+// (outcomes, factor = e^shift).
+func RecordAdmissionEstimates(inside, below, above, outcomes int, factor float64) {
+	metricAdmissionScored.WithLabelValues("inside").Add(float64(inside))
+	metricAdmissionScored.WithLabelValues("below").Add(float64(below))
+	metricAdmissionScored.WithLabelValues("above").Add(float64(above))
+	metricAdmissionOutcomes.Set(float64(outcomes))
+	metricAdmissionFactor.Set(factor)
 }
 
 // setKueueMetrics publishes the detected Kueue capabilities.

@@ -55,8 +55,10 @@ func TestLivePageCalibratesAdmissions(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(objs...).WithStatusSubresource(&kueue.Workload{}).Build()
 	now := t0.Add(time.Minute)
+	var scored admission.Scored
 	s := New(c, c, Options{Refresh: time.Minute, Log: logr.Discard(), GPUResource: gpu, Now: func() time.Time { return now },
-		Admission: &admission.Settings{Runs: 5, Policy: simulator.PolicyKueue, Options: simulator.DefaultOptions()}})
+		Admission:    &admission.Settings{Runs: 5, Policy: simulator.PolicyKueue, Options: simulator.DefaultOptions()},
+		OnAdmissions: func(sc admission.Scored, _ admission.Calibration) { scored = sc }})
 	ctx := context.Background()
 	rebuild := func() map[string]*report.AdmissionEstimate {
 		t.Helper()
@@ -95,6 +97,9 @@ func TestLivePageCalibratesAdmissions(t *testing.T) {
 	a := rebuild()["late"]
 	if a == nil || a.CalibratedOn != admission.MinOutcomes || a.FuturesP90 == nil || a.P90 == nil || !(*a.P90 > *a.FuturesP90) {
 		t.Fatalf("late: %+v, want its range widened on the ten misses", a)
+	}
+	if scored != (admission.Scored{Above: admission.MinOutcomes}) {
+		t.Errorf("scored %+v at their admission, want all ten above the range shown", scored)
 	}
 	if txt := a.Text(); !strings.Contains(txt, fmt.Sprintf("calibrated on how %d earlier estimates turned out", admission.MinOutcomes)) {
 		t.Errorf("late's line %q does not say it is calibrated", txt)

@@ -49,6 +49,10 @@ type Options struct {
 	// (pkg/admission, its Options.Policy the controller's policy) at every
 	// rebuild; nil: no estimates.
 	Admission *admission.Settings
+	// OnAdmissions, when set, is told after each rebuild's estimates the
+	// estimates newly scored against their admission and the calibration
+	// in use (planner run publishes them as metrics).
+	OnAdmissions func(admission.Scored, admission.Calibration)
 }
 
 // The live page's admission estimates use explain's defaults: a job
@@ -145,7 +149,10 @@ func (s *Server) admissions(snap *clusterview.Snapshot) map[string]*report.Admis
 	for i := range snap.Workloads {
 		views[i] = viewOf(&snap.Workloads[i])
 	}
-	s.tracker.Observe(now, views, est)
+	scored := s.tracker.Observe(now, views, est)
+	if s.opt.OnAdmissions != nil {
+		s.opt.OnAdmissions(scored, set.Calibration)
+	}
 	return est
 }
 
