@@ -327,15 +327,19 @@ type firstEstimate struct {
 }
 
 // firstEstimates estimates, capture by capture, the jobs waiting in it
-// that went on to wait (not admitted on arrival) and were not estimated
-// at an earlier capture, in one set of futures per capture.
+// for their first admission that went on to wait (not admitted on
+// arrival) and were not estimated at an earlier capture, in one set of
+// futures per capture. A job waiting again after a preemption is not
+// estimated again (the live page tracks a Workload to its first
+// admission).
 func firstEstimates(e *engine, samples []AdmissionSample, est AdmissionEstimator) (map[int]firstEstimate, error) {
 	firsts := map[int]firstEstimate{}
 	for _, s := range samples {
 		var names []string
 		var ids []int
 		for _, id := range s.pending {
-			if _, done := firsts[id]; done || !(waitOf(e.jobs[id]) > 0) {
+			j := e.jobs[id]
+			if _, done := firsts[id]; done || !(waitOf(j) > 0) || j.firstAdmit <= s.T {
 				continue
 			}
 			names, ids = append(names, e.jobs[id].Name), append(ids, id)
