@@ -60,6 +60,13 @@ type Options struct {
 	// (before it is applied), for diagnostics (hack/oraclegap). nil costs
 	// nothing.
 	Observe func(o Observation)
+	// StopOnceAdmitted, when set, ends the run at the instant the last of
+	// these jobs (by name) is first admitted, after that instant's
+	// admissions: an admission estimate needs nothing later, and running
+	// a large cluster to its end costs minutes per future. Jobs not in
+	// the input are ignored; the result's outcomes then describe a cut
+	// run (jobs unfinished).
+	StopOnceAdmitted []string
 }
 
 // Observation is one decision of the planner or oracle policy, for
@@ -133,8 +140,12 @@ type engine struct {
 
 	pending, running, gpus int
 	done                   int
-	series                 rawSeries
-	records                []Record
+	// watched: jobs of StopOnceAdmitted; watchLeft of them not yet
+	// admitted.
+	watched   []bool
+	watchLeft int
+	series    rawSeries
+	records   []Record
 }
 
 // Run simulates one policy on in.
@@ -193,10 +204,32 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 		// over each job's run, without the reruns evictions cause).
 		work += j.Duration/s.reportEvery + j.Duration/float64(opt.Cadence.Min)
 	}
+	e.watch(opt.StopOnceAdmitted)
 	if work > maxRunEvents {
 		return nil, fmt.Errorf("the jobs would send about %.3g reports and forecasts (at most %g): replay fewer jobs (--limit) or report and forecast less often (reports.min/max, cadence.min)", work, float64(maxRunEvents))
 	}
 	return e, nil
+}
+
+// watch marks the jobs named (StopOnceAdmitted).
+func (e *engine) watch(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	byName := make(map[string]int, len(e.jobs))
+	for i, j := range e.jobs {
+		byName[j.Name] = i
+	}
+	e.watched = make([]bool, len(e.jobs))
+	for _, n := range names {
+		if i, ok := byName[n]; ok && !e.watched[i] {
+			e.watched[i] = true
+			e.watchLeft++
+		}
+	}
+	if e.watchLeft == 0 {
+		e.watched = nil // none of them here: run to the end
+	}
 }
 
 func (j *Job) validate() error {
@@ -249,6 +282,9 @@ func (e *engine) loop() {
 				e.pass()
 			}
 			e.series.add(e.now, e.pending, e.gpus)
+			if e.watched != nil && e.watchLeft == 0 {
+				break // StopOnceAdmitted: every watched job is admitted
+			}
 		}
 		if e.opt.Progress != nil && e.stats.events&0xfff == 0 {
 			e.opt.Progress(e.polName, e.done, total)
@@ -296,6 +332,9 @@ func (e *engine) admit(j *jobState) {
 	j.admitAt = e.now
 	if math.IsNaN(j.firstAdmit) {
 		j.firstAdmit = e.now
+		if e.watched != nil && e.watched[j.ID] {
+			e.watchLeft--
+		}
 	}
 	j.queue.addRunning(j)
 	e.pending--

@@ -89,7 +89,7 @@ func Estimates(sc *simulator.Scenario, jobs []string, s Settings) ([]Estimate, e
 		causes[i] = map[string]int{}
 	}
 	for k := 1; k <= runs; k++ {
-		res, err := runFuture(sc, uint64(k), s)
+		res, err := runFuture(sc, uint64(k), jobs, s)
 		if err != nil {
 			return nil, err
 		}
@@ -122,8 +122,9 @@ func Estimates(sc *simulator.Scenario, jobs []string, s Settings) ([]Estimate, e
 	return out, nil
 }
 
-// runFuture runs one future: the scenario under seed, with its event log.
-func runFuture(sc *simulator.Scenario, seed uint64, s Settings) (*simulator.Result, error) {
+// runFuture runs one future: the scenario under seed, with its event log,
+// until the jobs estimated are all admitted (or to its end).
+func runFuture(sc *simulator.Scenario, seed uint64, jobs []string, s Settings) (*simulator.Result, error) {
 	c := *sc
 	c.Seed = seed
 	in, err := c.Resolve()
@@ -134,7 +135,7 @@ func runFuture(sc *simulator.Scenario, seed uint64, s Settings) (*simulator.Resu
 	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)
 	}
-	opt.RecordEvents, opt.Progress, opt.Observe = true, nil, nil
+	opt.RecordEvents, opt.Progress, opt.Observe, opt.StopOnceAdmitted = true, nil, nil, jobs
 	pol := s.Policy
 	if pol == "" {
 		pol = defaultPolicy
