@@ -149,36 +149,17 @@ func TestAdmissionBacktestScoring(t *testing.T) {
 // is first admitted, with the same admissions up to then as the full
 // run; a name not in the input is ignored (the run goes to its end).
 func TestStopOnceAdmitted(t *testing.T) {
-	sc := &Scenario{Name: "stop", Queues: []Queue{{Name: "q", GPUs: 1}}, Jobs: []JobSpec{
-		{Name: "a", Queue: "q", GPUs: 1, Duration: 100},
-		{Name: "b", Queue: "q", GPUs: 1, Arrival: 10, Duration: 100},
-		{Name: "c", Queue: "q", GPUs: 1, Arrival: 20, Duration: 100},
-	}}
-	in, err := sc.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, err := sc.Options(DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := Run(in, PolicyKueue, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.StopOnceAdmitted = []string{"b"}
-	cut, err := Run(in, PolicyKueue, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := input([]Queue{{Name: "q", GPUs: 1}},
+		job("a", "q", 0, 1, 0, 100), job("b", "q", 10, 1, 0, 100), job("c", "q", 20, 1, 0, 100))
+	full := run(t, in, PolicyKueue, nil)
+	cut := run(t, in, PolicyKueue, func(o *Options) { o.StopOnceAdmitted = []string{"b"} })
 	if b := cut.Jobs[1]; b.FirstAdmit != 100 || b.FirstAdmit != full.Jobs[1].FirstAdmit {
 		t.Errorf("b admitted at %v in the cut run, %v in the full one; want 100", b.FirstAdmit, full.Jobs[1].FirstAdmit)
 	}
 	if c := cut.Jobs[2]; !math.IsNaN(c.FirstAdmit) || cut.Summary.Unfinished != 2 || full.Summary.Unfinished != 0 {
 		t.Errorf("the cut run went on past b's admission: c admitted at %v, %d unfinished (full run: %d)", c.FirstAdmit, cut.Summary.Unfinished, full.Summary.Unfinished)
 	}
-	opt.StopOnceAdmitted = []string{"nobody"}
-	if r, err := Run(in, PolicyKueue, opt); err != nil || r.Summary.Unfinished != 0 {
-		t.Errorf("an unknown name cut the run: %v, %d unfinished", err, r.Summary.Unfinished)
+	if r := run(t, in, PolicyKueue, func(o *Options) { o.StopOnceAdmitted = []string{"nobody"} }); r.Summary.Unfinished != 0 {
+		t.Errorf("an unknown name cut the run: %d unfinished", r.Summary.Unfinished)
 	}
 }
