@@ -146,6 +146,32 @@ type ForecastSummary struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// AdmissionEstimate is when a waiting job's Workload is expected to be
+// admitted: the simulator run forward from the cluster's state in several
+// futures (pkg/admission), the 80 % range calibrated on how the planner's
+// earlier estimates turned out.
+type AdmissionEstimate struct {
+	// time is when the estimate was made.
+	Time metav1.Time `json:"time"`
+	// expected is the median admission time over the futures; empty when
+	// fewer than half of them admit the job within the simulated horizon.
+	// +optional
+	Expected *metav1.Time `json:"expected,omitempty"`
+	// earliest and latest bound the 80 % range; each is empty where the
+	// futures do not reach it.
+	// +optional
+	Earliest *metav1.Time `json:"earliest,omitempty"`
+	// +optional
+	Latest *metav1.Time `json:"latest,omitempty"`
+	// calibratedOn is the number of earlier estimates the range was
+	// calibrated on (0: the futures' own range).
+	// +optional
+	CalibratedOn int32 `json:"calibratedOn,omitempty"`
+	// text is the estimate in explain's words, relative to time.
+	// +optional
+	Text string `json:"text,omitempty"`
+}
+
 // DecisionVersion is the version of ProgressForecastStatus's typed
 // decision fields the planner writes (decisionVersion).
 const DecisionVersion = 1
@@ -271,6 +297,14 @@ type ProgressForecastStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	History *runtime.RawExtension `json:"history,omitempty"`
 
+	// admissionEstimate is when the planner expects the job's Workload to
+	// be admitted, while it waits (docs/controller.md, "Admission
+	// estimates"); empty once it is admitted, and when the planner
+	// publishes no estimates. The planner's admission publisher writes it
+	// (a merge patch of this field alone); the job's reconciler carries it.
+	// +optional
+	AdmissionEstimate *AdmissionEstimate `json:"admissionEstimate,omitempty"`
+
 	// conditions: ObjectiveValid, WorkloadFound, Enforcing, HistoryValid.
 	// +optional
 	// +listType=map
@@ -301,6 +335,7 @@ type ProgressForecastStatus struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`,priority=1
 // +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.workload`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.admissionEstimate.expected`,priority=1,description="When a waiting job is expected to be admitted"
 type ProgressForecast struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

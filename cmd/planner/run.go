@@ -13,9 +13,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/progress-planner/planner/pkg/admissionstatus"
 	"github.com/progress-planner/planner/pkg/jobframework"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
@@ -166,6 +168,11 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		}
 		if err := podwebhook.Setup(mgr, cfg.ProgressEndpoint); err != nil {
 			return fmt.Errorf("set up the pod webhook: %w", err)
+		}
+	}
+	if pub := admissionstatus.New(cfg, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), clock.RealClock{}, logger.WithName("admission-estimates")); pub != nil {
+		if err := mgr.Add(pub); err != nil {
+			return fmt.Errorf("add the admission estimates: %w", err)
 		}
 	}
 	if err := addReportUI(mgr, cfg, fl, logger); err != nil {

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/progress-planner/planner/pkg/admission"
+	"github.com/progress-planner/planner/pkg/admissionstatus"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/reportui"
-	"github.com/progress-planner/planner/simulator"
 )
 
 // addReportUI adds the read-only report page (--ui-addr) to the manager:
@@ -26,16 +26,17 @@ func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log
 	if fl.uiRefresh <= 0 {
 		return usageErrorf("--ui-refresh %v: want a positive duration", fl.uiRefresh)
 	}
-	// The admission estimates simulate the controller's own policy (its
-	// advise or enforce mode included).
-	sim := simulator.DefaultOptions()
-	sim.Policy = cfg.Policy
-	s := reportui.New(mgr.GetClient(), mgr.GetAPIReader(), reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
-		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders,
-		Admission: &admission.Settings{Runs: admission.DefaultRuns, Policy: simulator.PolicyPlanner, Options: sim},
-		OnAdmissions: func(sc admission.Scored, c admission.Calibration) {
+	set := admissionstatus.Settings(cfg)
+	o := reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
+		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders, Admission: &set}
+	if cfg.AdmissionEstimates.Interval.Duration == 0 {
+		// The published estimates' metrics, when nothing is published
+		// (admissionstatus.Publisher records them otherwise).
+		o.OnAdmissions = func(sc admission.Scored, c admission.Calibration) {
 			kueueext.RecordAdmissionEstimates(sc.Inside, sc.Below, sc.Above, c.Outcomes, math.Exp(c.Shift))
-		}})
+		}
+	}
+	s := reportui.New(mgr.GetClient(), mgr.GetAPIReader(), o)
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("add the report page: %w", err)
 	}

@@ -474,7 +474,9 @@ func (r *JobReconciler) load(ctx context.Context, job client.Object, st *jobStat
 	if st.obj != nil && st.hist != nil && st.obj.UID == pf.UID && pf.Status.Revision <= st.obj.Status.Revision {
 		// The cache is behind (or equal to) what we wrote: keep memory.
 		if pf.Status.Revision == st.obj.Status.Revision && pf.ResourceVersion != st.obj.ResourceVersion {
+			// Metadata, or the admission publisher's field.
 			st.obj.ObjectMeta = *pf.ObjectMeta.DeepCopy()
+			st.obj.Status.AdmissionEstimate = pf.Status.AdmissionEstimate.DeepCopy()
 		}
 		return false, nil
 	}
@@ -1129,6 +1131,9 @@ func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecaste
 		return nil
 	}
 	want := *st.work.DeepCopy()
+	// admissionEstimate is the admission publisher's (pkg/admissionstatus):
+	// carried as the object last seen has it, never decided here.
+	want.AdmissionEstimate = st.obj.Status.AdmissionEstimate.DeepCopy()
 	if !st.decision.IsZero() {
 		want.SetDecision(st.decision.At, st.decision.VerdictSince, st.decision.StalledSince, st.decision.ProtectedUntil)
 	}
@@ -1168,6 +1173,7 @@ func (r *JobReconciler) writeStatus(ctx context.Context, st *jobState, forecaste
 			return err
 		}
 		pf.ObjectMeta = *fresh.ObjectMeta.DeepCopy()
+		pf.Status.AdmissionEstimate = fresh.Status.AdmissionEstimate
 		err = r.client.Status().Update(ctx, pf)
 	}
 	if err != nil {

@@ -115,7 +115,7 @@ func TestClusterRoleLeastPrivilege(t *testing.T) {
 		"kueue.x-k8s.io/localqueues":                   {"get", "list", "watch"},
 		"kueue.x-k8s.io/clusterqueues":                 {"get", "list"}, // the report page's quotas (pkg/reportui)
 		"planner.progress.io/progressforecasts":        {"get", "list", "watch", "create", "delete"},
-		"planner.progress.io/progressforecasts/status": {"get", "update"},
+		"planner.progress.io/progressforecasts/status": {"get", "update", "patch"}, // patch: the admission estimate (pkg/admissionstatus)
 		"events.k8s.io/events":                         {"create", "patch"},
 	}
 	// Every built job kind is read, and never written.

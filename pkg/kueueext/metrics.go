@@ -69,15 +69,15 @@ var (
 	}, []string{"checkpoint"})
 	metricAdmissionScored = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "planner_admission_estimates_scored_total",
-		Help: "Waiting Workloads the live page estimated and has since seen admitted, by where the wait fell against the 80 % range shown with the first estimate (inside, below, above): the admission estimate's live coverage.",
+		Help: "Waiting Workloads whose admission was estimated (by the leader's publisher; by the live page when it publishes none) and since seen admitted, by where the wait fell against the 80 % range shown with the first estimate (inside, below, above): the admission estimate's live coverage.",
 	}, []string{"result"})
 	metricAdmissionOutcomes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "planner_admission_calibration_outcomes",
-		Help: "Earlier admission estimates (last 24 h) the live page's range calibration rests on; 0: fewer than it needs, the simulated futures' own range is shown.",
+		Help: "Earlier admission estimates (last 24 h) the admission range calibration rests on; 0: fewer than it needs, the simulated futures' own range is shown.",
 	})
 	metricAdmissionFactor = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "planner_admission_range_factor",
-		Help: "How far the live page's admission ranges are stretched past the simulated futures' own: P90 + 1 min is multiplied, and P10 + 1 min divided, by this factor (1: not calibrated; below 1: narrowed).",
+		Help: "How far the admission ranges are stretched past the simulated futures' own: P90 + 1 min is multiplied, and P10 + 1 min divided, by this factor (1: not calibrated; below 1: narrowed).",
 	})
 	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "planner_nudges_total",
@@ -135,10 +135,10 @@ func RegisterMetrics() {
 	})
 }
 
-// RecordAdmissionEstimates publishes a live page rebuild's admission
-// estimate figures: the estimates newly scored against their admission
-// (inside, below, above the range shown), and the calibration in use
-// (outcomes, factor = e^shift).
+// RecordAdmissionEstimates publishes an admission estimating pass's
+// figures (the publisher's, or a live page rebuild's): the estimates
+// newly scored against their admission (inside, below, above the range
+// shown), and the calibration in use (outcomes, factor = e^shift).
 func RecordAdmissionEstimates(inside, below, above, outcomes int, factor float64) {
 	metricAdmissionScored.WithLabelValues("inside").Add(float64(inside))
 	metricAdmissionScored.WithLabelValues("below").Add(float64(below))

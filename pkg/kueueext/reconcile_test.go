@@ -1048,3 +1048,26 @@ func TestReconcileWakeAndBoostGate(t *testing.T) {
 		}
 	})
 }
+
+// The admission publisher patches status.admissionEstimate alone; the
+// reconciler's own status writes keep it.
+func TestReconcileCarriesAdmissionEstimate(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true), localQueue())
+	reports := exampleHistory(t, "synth__inverse-power").Reports
+	f.replayInto("a", reports[:5])
+	est := &v1alpha1.AdmissionEstimate{Time: metav1.NewTime(f.clock.Now().Truncate(time.Second)), Text: "expected in 12m"}
+	patch := []byte(`{"status":{"admissionEstimate":{"time":"` + est.Time.UTC().Format(time.RFC3339) + `","text":"expected in 12m"}}}`)
+	if err := f.c.Status().Patch(context.Background(), f.pf("a"), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	before := f.pf("a").Status
+	f.replayInto("a", reports[5:10])
+	after := f.pf("a").Status
+	if after.Revision <= before.Revision || after.Observations <= before.Observations {
+		t.Fatalf("the reconciler wrote nothing after the patch (revision %d → %d)", before.Revision, after.Revision)
+	}
+	if got := after.AdmissionEstimate; got == nil || got.Text != est.Text || !got.Time.Equal(&est.Time) {
+		t.Errorf("admissionEstimate after the reconciler's writes: %+v, want the publisher's %+v", got, est)
+	}
+}

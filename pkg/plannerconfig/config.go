@@ -62,6 +62,9 @@ type Config struct {
 	// CRDCheckInterval is how often the planner checks for missing
 	// Trainer, Kueue or ProgressForecast CRDs until they appear.
 	CRDCheckInterval preempt.Duration `json:"crdCheckInterval"`
+	// AdmissionEstimates configures the admission estimates published on
+	// waiting jobs' ProgressForecasts.
+	AdmissionEstimates AdmissionEstimatesConfig `json:"admissionEstimates"`
 	// Policy is the decision policy (docs/policy.md); its YAML form is the
 	// "policy" section.
 	Policy preempt.Policy `json:"-"`
@@ -128,6 +131,15 @@ type WorkloadConfig struct {
 	MaxNudges int `json:"maxNudges"`
 }
 
+// AdmissionEstimatesConfig configures the admission estimates the leader
+// publishes on the ProgressForecasts of waiting jobs
+// (status.admissionEstimate).
+type AdmissionEstimatesConfig struct {
+	// Interval between two passes over the cluster (each simulates it
+	// forward in admission.DefaultRuns futures); 0 publishes none.
+	Interval preempt.Duration `json:"interval"`
+}
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -158,9 +170,10 @@ func DefaultConfig() Config {
 			GPUResource: "nvidia.com/gpu",
 			MaxNudges:   32,
 		},
-		CRDCheckInterval: preempt.Dur(30 * time.Second),
-		ProgressEndpoint: defaultProgressEndpoint(),
-		Policy:           preempt.DefaultPolicy(),
+		CRDCheckInterval:   preempt.Dur(30 * time.Second),
+		AdmissionEstimates: AdmissionEstimatesConfig{Interval: preempt.Dur(time.Minute)},
+		ProgressEndpoint:   defaultProgressEndpoint(),
+		Policy:             preempt.DefaultPolicy(),
 	}
 }
 
@@ -302,6 +315,9 @@ func (c Config) Validate() error {
 	}
 	if c.CRDCheckInterval.Duration < time.Second {
 		add("crdCheckInterval", "%s must be at least 1s", c.CRDCheckInterval.Duration)
+	}
+	if a := c.AdmissionEstimates.Interval.Duration; a != 0 && (a < 10*time.Second || a > time.Hour) {
+		add("admissionEstimates.interval", "%s must be 0 (off) or in [10s, 1h]", a)
 	}
 	problems = append(problems, c.ProgressEndpoint.validate()...)
 	var err error

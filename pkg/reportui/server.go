@@ -55,13 +55,6 @@ type Options struct {
 	OnAdmissions func(admission.Scored, admission.Calibration)
 }
 
-// The live page's admission estimates use explain's defaults: a job
-// without an ETA runs 1 h, the last 24 h of Workloads arrive again.
-const (
-	admissionDefaultDuration = 3600
-	admissionArrivals        = 24 * 3600
-)
-
 // Server builds and serves the page.
 type Server struct {
 	opt        Options
@@ -77,9 +70,9 @@ type Server struct {
 	// bound is the listener's address once Start listens (tests use
 	// ":0").
 	bound chan string
-	// tracker keeps the admission estimates' outcomes for their
-	// calibration (admission.Tracker).
-	tracker admission.Tracker
+	// estimator estimates the waiting jobs' admissions and keeps their
+	// outcomes for the calibration (nil: Options.Admission unset).
+	estimator *admission.Estimator
 }
 
 // New returns a server reading the namespaced kinds from cache (the
@@ -94,7 +87,11 @@ func New(cache, api client.Reader, opt Options) *Server {
 	if opt.Title == "" {
 		opt.Title = "Progress Planner: live report"
 	}
-	return &Server{opt: opt, cache: cache, api: api, bound: make(chan string, 1)}
+	s := &Server{opt: opt, cache: cache, api: api, bound: make(chan string, 1)}
+	if opt.Admission != nil {
+		s.estimator = &admission.Estimator{Settings: *opt.Admission}
+	}
+	return s
 }
 
 // Rebuild reads the cluster and renders the page once.
@@ -109,7 +106,7 @@ func (s *Server) Rebuild(ctx context.Context) error {
 	in.Source = "planner run (read-only)"
 	in.RefreshSeconds = max(int(s.opt.Refresh.Seconds()), 1)
 	r := report.Build(in)
-	if s.opt.Admission != nil {
+	if s.estimator != nil {
 		r.SetAdmissions(s.admissions(snap))
 	}
 	var h, j bytes.Buffer
@@ -131,29 +128,19 @@ func (s *Server) Rebuild(ctx context.Context) error {
 }
 
 // admissions estimates the waiting jobs' admissions, the ranges
-// calibrated on how this server's earlier estimates turned out, and
-// records the new ones and the admissions since.
+// calibrated on how this server's earlier estimates turned out.
 func (s *Server) admissions(snap *clusterview.Snapshot) map[string]*report.AdmissionEstimate {
-	now := s.opt.Now()
-	set := *s.opt.Admission
-	set.Calibration = s.tracker.Calibration(now)
-	est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: now,
-		DefaultDuration: admissionDefaultDuration, Horizon: admissionArrivals}, set)
+	e, err := s.estimator.Estimate(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
+		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds})
 	if err != nil {
 		// The page still shows everything else.
 		s.opt.Log.Error(err, "admission estimates")
 		return nil
 	}
-	viewOf := snap.ViewOf(s.opt.GPUResource)
-	views := make([]report.WorkloadView, len(snap.Workloads))
-	for i := range snap.Workloads {
-		views[i] = viewOf(&snap.Workloads[i])
-	}
-	scored := s.tracker.Observe(now, views, est)
 	if s.opt.OnAdmissions != nil {
-		s.opt.OnAdmissions(scored, set.Calibration)
+		s.opt.OnAdmissions(e.Scored, e.Calibration)
 	}
-	return est
+	return e.Estimates
 }
 
 func (s *Server) setFailed(what string) {

@@ -22,6 +22,7 @@ import (
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/internal/testnet"
 	"github.com/progress-planner/planner/pkg/kueueext"
+	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/test/framework"
 )
 
@@ -173,7 +174,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	// The planner binary with the test config (fast intervals), the page
 	// on a free port, rebuilt every 2 s.
 	tmp := t.TempDir()
-	cfgYAML, err := testConfig().YAML()
+	cfg := testConfig()
+	cfg.AdmissionEstimates.Interval = preempt.Dur(10 * time.Second)
+	cfgYAML, err := cfg.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +286,7 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Errorf("job-b's row lacks its admission estimate: %q", cells)
 	}
 	t.Logf("rendered DOM: %d job rows, %d queue rows, %d job charts, %d queue charts; job-a: %q; job-b: %q", d.jobRows, d.queueRows, d.jobSVGs, d.queueSVGs, d.rows["team-a/job-a"], d.rows["team-a/job-b"])
+	publishedAdmission(ctx, t, c)
 
 	// The layout at 1280×800 (issue 21), with job-a reporting again so
 	// that its chart shows the forecast band of a live job: the rest of
@@ -340,4 +344,33 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// publishedAdmission checks the admission estimate `planner run` publishes
+// on the ProgressForecast of job-b, waiting behind the running job-a
+// (status.admissionEstimate, every admissionEstimates.interval), and that
+// job-a's has none.
+func publishedAdmission(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	var b, a v1alpha1.ProgressForecast
+	took, err := framework.Poll(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "job-b"}, &b); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return b.Status.AdmissionEstimate != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("job-b's ProgressForecast has no admission estimate: %v", err)
+	}
+	est := b.Status.AdmissionEstimate
+	if est.Expected == nil || est.Expected.Before(&est.Time) || !strings.HasPrefix(est.Text, "expected in ") || !strings.Contains(est.Text, "a running job finished") {
+		t.Errorf("job-b's published estimate %+v, want an expected time after job-a finishes", est)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "job-a"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Status.AdmissionEstimate != nil {
+		t.Errorf("the running job-a has an admission estimate: %+v", a.Status.AdmissionEstimate)
+	}
+	t.Logf("job-b's published admission estimate (after %v): %s", took.Round(time.Second), est.Text)
 }
