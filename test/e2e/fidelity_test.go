@@ -80,14 +80,23 @@ func (e fidelityEvent) String() string {
 func TestFidelity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	begin := time.Now()
-
-	in, opt, want := simulateFidelity(t)
-	if err := checkNoCoincidences(in, want); err != nil {
-		t.Fatalf("%s: %v", fidelityScenario, err)
+	sc, err := simulator.LoadScenario(fidelityScenario)
+	if err != nil {
+		t.Fatal(err)
 	}
+	checkFidelity(ctx, t, framework.Start(t), sc, fidelityScenario)
+}
 
-	env := framework.Start(t)
+// checkFidelity runs sc (named what) through the simulator (policy kueue)
+// and in lock-step on env's cluster, in fidelityNamespace, and fails t
+// where the admissions, preemptions and completions differ.
+func checkFidelity(ctx context.Context, t *testing.T, env *framework.Env, sc *simulator.Scenario, what string) {
+	t.Helper()
+	begin := time.Now()
+	in, opt, want := simulateFidelity(t, sc, what)
+	if err := checkNoCoincidences(in, want); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 	if err := setupFidelityCluster(ctx, env, in); err != nil {
 		t.Fatal(err)
 	}
@@ -97,23 +106,19 @@ func TestFidelity(t *testing.T) {
 	}
 	got := driveLockStep(ctx, t, env, in, opt, obs)
 
-	t.Logf("instant | simulator (policy kueue) | real control plane (Kueue v0.17)\n%s", sideBySide(want, got))
+	t.Logf("instant | simulator (policy kueue) | real control plane (Kueue)\n%s", sideBySide(want, got))
 	if diffs := compareInstants(want, got); len(diffs) > 0 {
-		t.Fatalf("the real control plane differs from the simulator at %d instant(s):\n%s", len(diffs), strings.Join(diffs, "\n"))
+		t.Fatalf("%s: the real control plane differs from the simulator at %d instant(s):\n%s", what, len(diffs), strings.Join(diffs, "\n"))
 	}
-	t.Logf("fidelity: %d jobs, %d admissions/preemptions/completions at %d instants match the simulator (%v)",
-		len(in.Jobs), len(got), len(groupByInstant(got)), time.Since(begin).Round(time.Second))
+	t.Logf("fidelity of %s: %d jobs, %d admissions/preemptions/completions at %d instants match the simulator (%v)",
+		what, len(in.Jobs), len(got), len(groupByInstant(got)), time.Since(begin).Round(time.Second))
 }
 
 // simulateFidelity runs the scenario through the simulator as `planner
 // simulate --scenario ... --policies kueue --events ...` does, and returns
 // the resolved input, the options and the recorded events.
-func simulateFidelity(t *testing.T) (*simulator.Input, simulator.Options, []fidelityEvent) {
+func simulateFidelity(t *testing.T, sc *simulator.Scenario, what string) (*simulator.Input, simulator.Options, []fidelityEvent) {
 	t.Helper()
-	sc, err := simulator.LoadScenario(fidelityScenario)
-	if err != nil {
-		t.Fatal(err)
-	}
 	opt, err := sc.Options(simulator.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -132,30 +137,39 @@ func simulateFidelity(t *testing.T) (*simulator.Input, simulator.Options, []fide
 		evs = append(evs, fidelityEvent{T: r.T, Type: r.Type, Job: r.Job, By: r.By})
 	}
 	if len(evs) == 0 {
-		t.Fatalf("%s: the simulator recorded no events", fidelityScenario)
+		t.Fatalf("%s: the simulator recorded no events", what)
 	}
 	return in, opt, evs
 }
 
 // checkNoCoincidences fails a scenario in which two exogenous events (an
-// arrival or a completion) fall on one instant in the simulator's run. The
-// simulator applies all of an instant's events before one scheduling pass;
-// the cluster sees them one API call after another and may schedule in
-// between, so such an instant would compare two different things.
+// arrival or a completion) of one ClusterQueue fall on one instant in the
+// simulator's run. The simulator applies all of an instant's events before
+// one scheduling pass; the cluster sees them one API call after another
+// and may schedule in between, so such an instant would compare two
+// different things. Events of different ClusterQueues may coincide: the
+// harness's queues have no cohort, so neither sees the other's.
 func checkNoCoincidences(in *simulator.Input, sim []fidelityEvent) error {
-	at := map[float64][]string{}
+	type instantQueue struct {
+		t     float64
+		queue string
+	}
+	queueOf := map[string]string{}
+	at := map[instantQueue][]string{}
 	for _, j := range in.Jobs {
-		at[j.Arrival] = append(at[j.Arrival], "arrival of "+j.Name)
+		queueOf[j.Name] = j.Queue
+		at[instantQueue{j.Arrival, j.Queue}] = append(at[instantQueue{j.Arrival, j.Queue}], "arrival of "+j.Name)
 	}
 	for _, e := range sim {
 		if e.Type == "finish" {
-			at[e.T] = append(at[e.T], "completion of "+e.Job)
+			k := instantQueue{e.T, queueOf[e.Job]}
+			at[k] = append(at[k], "completion of "+e.Job)
 		}
 	}
 	var clashes []string
-	for t, what := range at {
+	for k, what := range at {
 		if len(what) > 1 {
-			clashes = append(clashes, fmt.Sprintf("%s: %s", simulator.Seconds(t), strings.Join(what, ", ")))
+			clashes = append(clashes, fmt.Sprintf("%s in %s: %s", simulator.Seconds(k.t), k.queue, strings.Join(what, ", ")))
 		}
 	}
 	if len(clashes) > 0 {

@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -25,8 +27,9 @@ import (
 // admitted and two pending TrainJobs (one replaying a history, so the
 // planner stores a forecast for it); `planner simulate --from-cluster
 // --export-scenario` (the built binary, through a kubeconfig) captures
-// them, and the exported scenario is compared with the objects read back
-// from the API server.
+// them, the exported scenario is compared with the objects read back from
+// the API server, and then run through the fidelity harness on the same
+// control plane (the real Kueue admits as the simulator does).
 func TestSimulateFromCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -147,6 +150,34 @@ func TestSimulateFromCluster(t *testing.T) {
 		t.Errorf("job-a's duration %v: want its forecast's ETA", durA)
 	}
 	t.Logf("exported scenario: %d queues, %d local queues, %d jobs (job-a runs %v more, from its forecast)", len(sc.Queues), len(sc.LocalQueues), len(sc.Jobs), durA)
+	if t.Failed() {
+		return
+	}
+
+	// The exported scenario through the fidelity harness (TestFidelity),
+	// on this control plane: its ClusterQueues again under other names
+	// (the originals hold this test's jobs), its jobs in the harness's
+	// namespace under their own names. The real Kueue must admit and
+	// complete them as the simulator does.
+	checkFidelity(ctx, t, env, harnessCopy(sc, "fidelity-"), "the exported scenario")
+}
+
+// harnessCopy is sc with its ClusterQueues renamed with prefix, its jobs
+// named without their namespace, and no LocalQueues (the fidelity harness
+// gives each ClusterQueue a LocalQueue of its name).
+func harnessCopy(sc *simulator.Scenario, prefix string) *simulator.Scenario {
+	c := *sc
+	c.Queues = slices.Clone(sc.Queues)
+	for i := range c.Queues {
+		c.Queues[i].Name = prefix + c.Queues[i].Name
+	}
+	c.LocalQueues = nil
+	c.Jobs = slices.Clone(sc.Jobs)
+	for i := range c.Jobs {
+		c.Jobs[i].Name = path.Base(c.Jobs[i].Name)
+		c.Jobs[i].Queue = prefix + c.Jobs[i].Queue
+	}
+	return &c
 }
 
 func compareSorted(t *testing.T, what string, got, want []string) {
