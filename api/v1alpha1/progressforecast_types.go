@@ -167,6 +167,13 @@ type AdmissionEstimate struct {
 	// calibrated on (0: the futures' own range).
 	// +optional
 	CalibratedOn int32 `json:"calibratedOn,omitempty"`
+	// calibrationShift is the calibration's shift in log(seconds + 1 min)
+	// as a decimal (admission.Calibration; the CRD has no floating-point
+	// fields): `planner explain` applies the freshest one it finds to its
+	// own futures. Empty when calibratedOn is 0.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	CalibrationShift string `json:"calibrationShift,omitempty"`
 	// text is the estimate in explain's words, relative to time.
 	// +optional
 	Text string `json:"text,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/progress-planner/planner/pkg/admission"
+	"github.com/progress-planner/planner/pkg/admissionstatus"
 	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/report"
@@ -30,6 +31,10 @@ func (f *admissionFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.horizon, "arrivals-horizon", "24h", "admission estimate: the Workloads created in this window before now arrive again, as far apart (0: no new arrivals)")
 }
 
+// publishedCalibrationMaxAge: a published calibration older than this is
+// not used (the longest admissionEstimates.interval).
+const publishedCalibrationMaxAge = time.Hour
+
 // estimate fills e.Admission for a waiting Workload: the cluster snapshot
 // as a simulator scenario (the one `planner simulate --from-cluster`
 // builds), run f.runs times.
@@ -48,8 +53,11 @@ func (f *admissionFlags) estimate(snap *clusterview.Snapshot, gpu string, now ti
 	if err != nil || h < 0 {
 		return usageErrorf("--arrivals-horizon %q: want a duration >= 0", f.horizon)
 	}
+	// explain keeps no earlier estimates: the range is calibrated as the
+	// planner's own published estimates are, when it publishes them.
+	cal := admissionstatus.PublishedCalibration(snap.Forecasts, now, publishedCalibrationMaxAge)
 	est, err := admission.ForWaiting(snap, clustersnap.Options{GPUResource: gpuName(gpu), Now: now, DefaultDuration: dd, Horizon: h},
-		admission.Settings{Runs: f.runs, Policy: f.policy, Options: simulator.DefaultOptions()})
+		admission.Settings{Runs: f.runs, Policy: f.policy, Options: simulator.DefaultOptions(), Calibration: cal})
 	if err != nil {
 		return fmt.Errorf("admission estimate: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -108,7 +109,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		pf := &snap.Forecasts[i]
 		// ForWaiting keys each estimate by its job too: a ProgressForecast
 		// is named like its job.
-		want := admissionStatus(e.Estimates[pf.Namespace+"/"+pf.Name], now)
+		want := admissionStatus(e.Estimates[pf.Namespace+"/"+pf.Name], e.Calibration, now)
 		if !admissionMoved(pf.Status.AdmissionEstimate, want, now) {
 			continue
 		}
@@ -128,7 +129,7 @@ func (p *Publisher) patch(ctx context.Context, pf *v1alpha1.ProgressForecast, a 
 	var field any // nil: remove it
 	if a != nil {
 		field = map[string]any{"time": a.Time, "expected": a.Expected, "earliest": a.Earliest, "latest": a.Latest,
-			"calibratedOn": a.CalibratedOn, "text": a.Text}
+			"calibratedOn": a.CalibratedOn, "calibrationShift": a.CalibrationShift, "text": a.Text}
 	}
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"admissionEstimate": field}})
 	if err != nil {
@@ -140,9 +141,10 @@ func (p *Publisher) patch(ctx context.Context, pf *v1alpha1.ProgressForecast, a 
 	return nil
 }
 
-// admissionStatus is a report estimate as the status carries it: times
-// instead of seconds after now; nil for none or a note (no estimate).
-func admissionStatus(a *report.AdmissionEstimate, now time.Time) *v1alpha1.AdmissionEstimate {
+// admissionStatus is a report estimate, calibrated by c, as the status
+// carries it: times instead of seconds after now; nil for none or a note
+// (no estimate).
+func admissionStatus(a *report.AdmissionEstimate, c admission.Calibration, now time.Time) *v1alpha1.AdmissionEstimate {
 	if a == nil || a.Note != "" {
 		return nil
 	}
@@ -153,9 +155,39 @@ func admissionStatus(a *report.AdmissionEstimate, now time.Time) *v1alpha1.Admis
 		t := metav1.NewTime(now.Add(time.Duration(*s * float64(time.Second))).Truncate(time.Second))
 		return &t
 	}
-	return &v1alpha1.AdmissionEstimate{Time: metav1.NewTime(now.Truncate(time.Second)),
+	st := &v1alpha1.AdmissionEstimate{Time: metav1.NewTime(now.Truncate(time.Second)),
 		Expected: at(a.Median), Earliest: at(a.P10), Latest: at(a.P90),
 		CalibratedOn: int32(min(a.CalibratedOn, math.MaxInt32)), Text: a.Text()}
+	if a.CalibratedOn > 0 {
+		st.CalibrationShift = strconv.FormatFloat(c.Shift, 'f', 6, 64)
+	}
+	return st
+}
+
+// PublishedCalibration is the calibration of the freshest estimate
+// published on pfs, made at most maxAge before now: what `planner
+// explain`, which keeps no earlier estimates of its own, calibrates its
+// range with. The zero value (none) when there is none, or its shift does
+// not parse as a finite number.
+func PublishedCalibration(pfs []v1alpha1.ProgressForecast, now time.Time, maxAge time.Duration) admission.Calibration {
+	var best *v1alpha1.AdmissionEstimate
+	for i := range pfs {
+		a := pfs[i].Status.AdmissionEstimate
+		if a == nil || a.CalibratedOn <= 0 || a.CalibrationShift == "" || now.Sub(a.Time.Time) > maxAge || a.Time.After(now) {
+			continue
+		}
+		if best == nil || a.Time.After(best.Time.Time) {
+			best = a
+		}
+	}
+	if best == nil {
+		return admission.Calibration{}
+	}
+	shift, err := strconv.ParseFloat(best.CalibrationShift, 64)
+	if err != nil || math.IsNaN(shift) || math.IsInf(shift, 0) {
+		return admission.Calibration{}
+	}
+	return admission.Calibration{Outcomes: int(best.CalibratedOn), Shift: shift}
 }
 
 // admissionMoved says whether want replaces have: one is missing, an end

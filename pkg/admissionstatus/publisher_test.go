@@ -150,12 +150,41 @@ func TestAdmissionMoved(t *testing.T) {
 
 func TestAdmissionStatus(t *testing.T) {
 	now := time.Unix(1_700_000_000, 500_000_000)
-	if a := admissionStatus(&report.AdmissionEstimate{Note: "no estimate: not in the simulated cluster"}, now); a != nil {
+	if a := admissionStatus(&report.AdmissionEstimate{Note: "no estimate: not in the simulated cluster"}, admission.Calibration{}, now); a != nil {
 		t.Errorf("a note became %+v, want no estimate", a)
 	}
 	mid, hi := 600.0, 1800.0
-	a := admissionStatus(&report.AdmissionEstimate{Runs: 20, Admitted: 15, Median: &mid, P90: &hi, CalibratedOn: 12}, now)
-	if a.Earliest != nil || !a.Expected.Equal(&metav1.Time{Time: time.Unix(1_700_000_600, 0)}) || !a.Latest.Equal(&metav1.Time{Time: time.Unix(1_700_001_800, 0)}) || a.CalibratedOn != 12 {
+	a := admissionStatus(&report.AdmissionEstimate{Runs: 20, Admitted: 15, Median: &mid, P90: &hi, CalibratedOn: 12},
+		admission.Calibration{Outcomes: 12, Shift: 0.75}, now)
+	if a.Earliest != nil || !a.Expected.Equal(&metav1.Time{Time: time.Unix(1_700_000_600, 0)}) || !a.Latest.Equal(&metav1.Time{Time: time.Unix(1_700_001_800, 0)}) ||
+		a.CalibratedOn != 12 || a.CalibrationShift != "0.750000" {
 		t.Errorf("status %+v", a)
+	}
+}
+
+func TestPublishedCalibration(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	pf := func(ago time.Duration, on int32, shift string) v1alpha1.ProgressForecast {
+		var p v1alpha1.ProgressForecast
+		p.Status.AdmissionEstimate = &v1alpha1.AdmissionEstimate{Time: metav1.NewTime(now.Add(-ago)), CalibratedOn: on, CalibrationShift: shift}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pfs  []v1alpha1.ProgressForecast
+		want admission.Calibration
+	}{
+		{"none", []v1alpha1.ProgressForecast{{}}, admission.Calibration{}},
+		{"the freshest", []v1alpha1.ProgressForecast{pf(5*time.Minute, 10, "0.5"), pf(time.Minute, 12, "0.25"), pf(3*time.Minute, 11, "1")},
+			admission.Calibration{Outcomes: 12, Shift: 0.25}},
+		{"uncalibrated ones skipped", []v1alpha1.ProgressForecast{pf(time.Minute, 0, ""), pf(2*time.Minute, 10, "-0.5")},
+			admission.Calibration{Outcomes: 10, Shift: -0.5}},
+		{"too old", []v1alpha1.ProgressForecast{pf(2*time.Hour, 10, "0.5")}, admission.Calibration{}},
+		{"from the future (edited)", []v1alpha1.ProgressForecast{pf(-time.Hour, 10, "0.5")}, admission.Calibration{}},
+		{"not a number", []v1alpha1.ProgressForecast{pf(time.Minute, 10, "NaN")}, admission.Calibration{}},
+	} {
+		if got := PublishedCalibration(tc.pfs, now, time.Hour); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/preempt"
@@ -156,6 +159,19 @@ func TestExplainScenarios(t *testing.T) {
 			t.Logf("job-b admission: median %.0f s (P10 %.0f, P90 %.0f); job-a ETA %s (80 %%: %s)",
 				*adm.Median, *adm.P10, *adm.P90, pfA.Status.Forecast.ETA, pfA.Status.Forecast.ETARange)
 		}
+		// With an estimate the planner published (calibrated on ten
+		// outcomes), explain calibrates its own range as the planner does.
+		publishCalibration(ctx, t, c, b, 10, "0.5")
+		var ec report.Explanation
+		if err := json.Unmarshal([]byte(explain("job-b", "-n", ns, "-o", "json")), &ec); err != nil {
+			t.Fatal(err)
+		}
+		if a := ec.Admission; a == nil || a.CalibratedOn != 10 || a.P90 == nil || a.FuturesP90 == nil || !(*a.P90 > *a.FuturesP90) ||
+			!strings.Contains(a.Text(), "calibrated on how 10 earlier estimates turned out") {
+			t.Errorf("job-b with a published calibration: admission estimate %+v, want its range widened and said calibrated", a)
+		} else {
+			t.Logf("job-b, calibrated as published: %s", a.Text())
+		}
 		if err := <-done; err != nil {
 			t.Errorf("replay: %v", err)
 		}
@@ -242,4 +258,17 @@ func TestExplainScenarios(t *testing.T) {
 		}
 		t.Logf("live report: %d jobs, %d queues; table:\n%s", len(r.Jobs), len(r.Queues), runCLI(ctx, t, bin, "report", "--kubeconfig", kc))
 	})
+}
+
+// publishCalibration writes on job's ProgressForecast an admission
+// estimate as the planner's publisher does (pkg/admissionstatus), made now
+// and calibrated on outcomes with shift.
+func publishCalibration(ctx context.Context, t *testing.T, c client.Client, job client.Object, outcomes int, shift string) {
+	t.Helper()
+	pf := waitPF(ctx, t, c, job, plannerBound, "a ProgressForecast", func(*v1alpha1.ProgressForecast) bool { return true })
+	patch := fmt.Sprintf(`{"status":{"admissionEstimate":{"time":%q,"calibratedOn":%d,"calibrationShift":%q,"text":"published by the test"}}}`,
+		time.Now().UTC().Format(time.RFC3339), outcomes, shift)
+	if err := c.Status().Patch(ctx, pf, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("publish an admission estimate on %s: %v", pf.Name, err)
+	}
 }
