@@ -24,7 +24,10 @@ type JobChange struct {
 // JobChanges lists the jobs of base and whatIf (runs of one policy on the
 // same jobs, before and after a what-if) that the what-if stopped, or
 // admitted at least minDelay seconds later or never: stops first, then by
-// the added wait, longest first.
+// the added wait, longest first. A delay's reason says, when both runs
+// recorded their events (Options.RecordEvents), what freed the GPUs the
+// job was admitted into and how many other admissions its ClusterQueue
+// made while it waited, after and before the what-if (delayReason).
 func JobChanges(base, whatIf *Result, minDelay float64) ([]JobChange, error) {
 	if len(base.Jobs) != len(whatIf.Jobs) {
 		return nil, fmt.Errorf("job changes: %d jobs before the what-if, %d after", len(base.Jobs), len(whatIf.Jobs))
@@ -40,8 +43,10 @@ func JobChanges(base, whatIf *Result, minDelay float64) ([]JobChange, error) {
 			c.Change, c.Reason = "stopped", w.Reason
 		case math.IsNaN(w.FirstAdmit) && !math.IsNaN(b.FirstAdmit):
 			c.Change, delay = "never admitted", math.Inf(1)
+			c.Reason = delayReason(whatIf, base, w, b)
 		case delay >= minDelay:
 			c.Change = "delayed"
+			c.Reason = delayReason(whatIf, base, w, b)
 		default:
 			continue
 		}
@@ -66,18 +71,68 @@ func JobChanges(base, whatIf *Result, minDelay float64) ([]JobChange, error) {
 	return sorted, nil
 }
 
-// WriteJobChanges writes at most max changes as a table, and how many
-// were left out.
-func WriteJobChanges(w io.Writer, policy string, cs []JobChange, max int) error {
-	fmt.Fprintf(w, "\nJobs the what-if changed (%s): %d\n", policy, len(cs))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  job\tqueue\tchange\twait before\twait after\treason")
-	for i, c := range cs {
-		if i == max {
-			fmt.Fprintf(tw, "  … %d more\t\t\t\t\t\n", len(cs)-max)
+// delayReason explains a job's wait in the what-if run and in the base
+// run, in planner explain's words, from their event logs ("" without
+// them): "admitted when a running job finished, 12 other admissions in q-a
+// while it waited; before: admitted when GPUs already free, 0 other …".
+func delayReason(whatIf, base *Result, w, b JobOutcome) string {
+	if len(whatIf.Records) == 0 || len(base.Records) == 0 {
+		return ""
+	}
+	return waitCause(whatIf.Records, w) + "; before: " + waitCause(base.Records, b)
+}
+
+// waitCause is what ended o's first wait (AdmissionCause) and how many
+// other admissions its ClusterQueue made meanwhile (a job readmitted after
+// a preemption counts again).
+func waitCause(recs []Record, o JobOutcome) string {
+	end := o.FirstAdmit
+	what := "not admitted by the run's end"
+	if !math.IsNaN(end) {
+		what = "admitted when " + AdmissionCause(recs, o.Name, o.Queue, o.Arrival, end)
+	} else {
+		end = math.Inf(1)
+	}
+	ahead := 0
+	for _, r := range recs {
+		if r.T >= end {
 			break
 		}
+		if r.Type == "admit" && r.Queue == o.Queue && r.Job != o.Name && r.T >= o.Arrival {
+			ahead++
+		}
+	}
+	adm := "admissions"
+	if ahead == 1 {
+		adm = "admission"
+	}
+	return fmt.Sprintf("%s, %d other %s in %s while it waited", what, ahead, adm, o.Queue)
+}
+
+// PolicyJobChanges is one policy's job changes: the first of them (at
+// most the number asked for) and how many there are.
+type PolicyJobChanges struct {
+	Policy string      `json:"policy"`
+	Total  int         `json:"total"`
+	Jobs   []JobChange `json:"jobs"`
+}
+
+// KeepJobChanges is cs for policy, cut to its first max.
+func KeepJobChanges(policy string, cs []JobChange, max int) PolicyJobChanges {
+	return PolicyJobChanges{Policy: policy, Total: len(cs), Jobs: cs[:min(len(cs), max)]}
+}
+
+// WriteJobChanges writes p's changes as a table, and how many were left
+// out.
+func WriteJobChanges(w io.Writer, p PolicyJobChanges) error {
+	fmt.Fprintf(w, "\nJobs the what-if changed (%s): %d\n", p.Policy, p.Total)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  job\tqueue\tchange\twait before\twait after\treason")
+	for _, c := range p.Jobs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.Job, c.Queue, c.Change, waitText(c.BaseWait), waitText(c.WhatIfWait), c.Reason)
+	}
+	if more := p.Total - len(p.Jobs); more > 0 {
+		fmt.Fprintf(tw, "  … %d more\t\t\t\t\t\n", more)
 	}
 	return tw.Flush()
 }

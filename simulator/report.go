@@ -38,6 +38,10 @@ type Comparison struct {
 	VsKueue  []Delta `json:"vsKueue,omitempty"`
 	VsOracle []Delta `json:"vsOracle,omitempty"`
 	Checks   []Check `json:"checks,omitempty"`
+	// JobChanges lists, per policy, the jobs a what-if stopped or
+	// delayed against the same run without it (planner simulate
+	// --job-changes).
+	JobChanges []PolicyJobChanges `json:"jobChanges,omitempty"`
 }
 
 // Settings records what a comparison ran with.

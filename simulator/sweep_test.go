@@ -267,7 +267,34 @@ func TestJobChanges(t *testing.T) {
 		t.Errorf("changes %q, want %q", strings.Join(got, "|"), want)
 	}
 	var b bytes.Buffer
-	if err := WriteJobChanges(&b, "planner", cs, 2); err != nil || !strings.Contains(b.String(), "… 2 more") || !strings.Contains(b.String(), "never admitted") {
+	if err := WriteJobChanges(&b, KeepJobChanges("planner", cs, 2)); err != nil || !strings.Contains(b.String(), "… 2 more") || !strings.Contains(b.String(), "never admitted") {
 		t.Errorf("table: %v\n%s", err, b.String())
+	}
+
+	// With both runs' events, a delay says what ended each wait and how
+	// many jobs the queue admitted meanwhile.
+	base.Records = []Record{{T: 0, Type: "admit", Job: "a", Queue: "q"}, {T: 0, Type: "admit", Job: "c", Queue: "q"},
+		{T: 0, Type: "admit", Job: "e", Queue: "q"}, {T: 100, Type: "finish", Job: "a", Queue: "q"}, {T: 100, Type: "admit", Job: "b", Queue: "q"}}
+	what.Records = []Record{{T: 0, Type: "admit", Job: "a", Queue: "q"}, {T: 3600, Type: "deactivate", Job: "a", Queue: "q"},
+		{T: 3700, Type: "admit", Job: "b", Queue: "q"}, {T: 7000, Type: "finish", Job: "b", Queue: "q"}, {T: 7200, Type: "admit", Job: "e", Queue: "q"}}
+	for i := range base.Jobs {
+		base.Jobs[i].Queue, what.Jobs[i].Queue = "q", "q"
+	}
+	cs, err = JobChanges(base, what, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, c := range cs {
+		reasons[c.Job] = c.Reason
+	}
+	if want := "admitted when a running job finished, 2 other admissions in q while it waited; before: admitted when GPUs already free, 0 other admissions in q while it waited"; reasons["e"] != want {
+		t.Errorf("e's reason %q, want %q", reasons["e"], want)
+	}
+	if want := "admitted when a stalled job was stopped, 1 other admission in q while it waited; before: admitted when a running job finished, 3 other admissions in q while it waited"; reasons["b"] != want {
+		t.Errorf("b's reason %q, want %q", reasons["b"], want)
+	}
+	if !strings.HasPrefix(reasons["c"], "not admitted by the run's end, 3 other admissions in q while it waited;") {
+		t.Errorf("c's reason %q", reasons["c"])
 	}
 }

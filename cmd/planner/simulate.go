@@ -138,12 +138,13 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	o.whatIf.recordJobEvents(&opt)
 	baseIn, baseOpt := in, opt // the run without the what-ifs, for --job-changes
 	if in, opt, err = o.whatIf.apply(in, opt); err != nil {
 		return err
 	}
-	if o.whatIf.jobChanges > 0 && o.output.String() != "table" {
-		return usageErrorf("--job-changes prints with -o table")
+	if o.whatIf.jobChanges > 0 && o.output.String() == "html" {
+		return usageErrorf("--job-changes prints with -o table or json")
 	}
 	if o.capacity.enabled {
 		return runCapacityBacktest(cmd, in, opt, o.capacity)
@@ -307,6 +308,9 @@ func (o *simulateOptions) compare(cmd *cobra.Command, sc *simulator.Scenario, in
 			return err
 		}
 	}
+	if err := o.whatIf.addJobChanges(baseIn, baseOpt, pols, cmp, o.eventsFile != ""); err != nil {
+		return err
+	}
 	return writeOutput(cmd, o.outFile, func(w io.Writer) error {
 		switch o.output.String() {
 		case "json":
@@ -317,7 +321,12 @@ func (o *simulateOptions) compare(cmd *cobra.Command, sc *simulator.Scenario, in
 		if err := cmp.WriteTable(w); err != nil {
 			return err
 		}
-		return o.whatIf.writeJobChanges(w, baseIn, baseOpt, pols, cmp)
+		for _, p := range cmp.JobChanges {
+			if err := simulator.WriteJobChanges(w, p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

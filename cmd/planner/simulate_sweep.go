@@ -33,16 +33,19 @@ func (f *whatIfFlags) add(cmd *cobra.Command) {
 	fl.IntVar(&f.seeds, "seeds", 1, "with --sweep: run every point under this many seeds (the scenario's seed and the next ones)")
 	fl.StringVar(&f.goal, "goal", "", "with --sweep: answer the smallest setting of the first knob meeting METRIC<=VALUE, e.g. 'queueing.p95<=1h' (metrics: queueing.p50|p95|mean, jct.mean|p95, plateau.gpuh, early-stops, saved.gpuh, preemptions, utilization)")
 	fl.IntVar(&f.workers, "workers", 0, "with --sweep: runs at a time (default: GOMAXPROCS, every core)")
-	fl.IntVar(&f.jobChanges, "job-changes", 0, "with --set: also run without the what-ifs and list up to N jobs per policy that the what-if stopped (with the policy's reason) or admitted 10m or more later")
+	fl.IntVar(&f.jobChanges, "job-changes", 0, "with --set: also run without the what-ifs and list up to N jobs per policy that the what-if stopped (with the policy's reason) or admitted 10m or more later (with what ended each wait, before and after); -o table or json")
 	f.job.add(cmd)
 }
 
 // jobChangeMinDelay: a later first admission counts as a change from 10m.
 const jobChangeMinDelay = 600
 
-// writeJobChanges runs the scenario without the what-ifs and lists, per
-// policy, the jobs the what-ifs stopped or delayed.
-func (f *whatIfFlags) writeJobChanges(w io.Writer, baseIn *simulator.Input, baseOpt simulator.Options, pols []string, cmp *simulator.Comparison) error {
+// addJobChanges runs the scenario without the what-ifs and records in
+// cmp, per policy, the first f.jobChanges jobs the what-ifs stopped or
+// delayed, with the reasons both runs' event logs give. Both runs record
+// events for this (recordJobEvents); keepEvents false drops them
+// afterwards, so that -o json carries them only when --events asked.
+func (f *whatIfFlags) addJobChanges(baseIn *simulator.Input, baseOpt simulator.Options, pols []string, cmp *simulator.Comparison, keepEvents bool) error {
 	if f.jobChanges <= 0 {
 		return nil
 	}
@@ -58,11 +61,19 @@ func (f *whatIfFlags) writeJobChanges(w io.Writer, baseIn *simulator.Input, base
 		if err != nil {
 			return err
 		}
-		if err := simulator.WriteJobChanges(w, r.Summary.Policy, cs, f.jobChanges); err != nil {
-			return err
+		cmp.JobChanges = append(cmp.JobChanges, simulator.KeepJobChanges(r.Summary.Policy, cs, f.jobChanges))
+		if !keepEvents {
+			r.Records = nil
 		}
 	}
 	return nil
+}
+
+// recordJobEvents: --job-changes explains delays from the runs' events.
+func (f *whatIfFlags) recordJobEvents(opt *simulator.Options) {
+	if f.jobChanges > 0 {
+		opt.RecordEvents = true
+	}
 }
 
 func (f *whatIfFlags) sweeping() bool { return len(f.sweeps) > 0 }

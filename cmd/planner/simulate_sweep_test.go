@@ -83,11 +83,28 @@ func TestSimulateJobChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Four one-hour jobs on 3 GPUs instead of 4: the fourth waits an hour.
-	if !strings.Contains(out, "Jobs the what-if changed (kueue): 1") || !strings.Contains(out, "delayed  0s           1h") {
+	// Four one-hour jobs on 3 GPUs instead of 4: the fourth waits an hour,
+	// for the first to finish.
+	if !strings.Contains(out, "Jobs the what-if changed (kueue): 1") || !strings.Contains(out, "delayed  0s           1h") ||
+		!strings.Contains(out, "admitted when a running job finished, 3 other admissions in") {
 		t.Errorf("job changes:\n%s", out)
 	}
-	if _, _, err := runCLI(nil, "simulate", "--scenario", scen, "--job-changes", "5", "--set", "gpus=3", "-o", "json"); err == nil {
-		t.Error("--job-changes with -o json: no error")
+	js, _, err := runCLI(nil, "simulate", "--scenario", scen, "--job-changes", "5", "--set", "gpus=3", "--policies", "kueue", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmp simulator.Comparison
+	if err := json.Unmarshal([]byte(js), &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.JobChanges) != 1 || cmp.JobChanges[0].Total != 1 || len(cmp.JobChanges[0].Jobs) != 1 ||
+		!strings.HasPrefix(cmp.JobChanges[0].Jobs[0].Reason, "admitted when a running job finished") {
+		t.Errorf("-o json job changes: %+v", cmp.JobChanges)
+	}
+	if len(cmp.Results) != 1 || len(cmp.Results[0].Records) != 0 {
+		t.Errorf("-o json without --events carries the events recorded for --job-changes")
+	}
+	if _, _, err := runCLI(nil, "simulate", "--scenario", scen, "--job-changes", "5", "--set", "gpus=3", "-o", "html"); err == nil {
+		t.Error("--job-changes with -o html: no error")
 	}
 }

@@ -64,13 +64,14 @@ type Estimate struct {
 	Causes map[string]int `json:"causes,omitempty"`
 }
 
-// The causes of an admission, from the run's event log.
+// The causes of an admission, from the run's event log
+// (simulator.AdmissionCause).
 const (
-	CauseFree     = "GPUs already free"                      // admitted without anything ending first
-	CauseFinished = "a running job finished"                 // the last freeing event was a completion
-	CauseStopped  = "a stalled job was stopped"              // a deactivation (the planner's opt-in stop)
-	CauseYield    = "a job yielded or was preempted"         // a preemption by another job
-	CausePreempts = "it preempts a lower-priority admission" // the job itself preempted
+	CauseFree     = simulator.CauseFree
+	CauseFinished = simulator.CauseFinished
+	CauseStopped  = simulator.CauseStopped
+	CauseYield    = simulator.CauseYield
+	CausePreempts = simulator.CausePreempts
 )
 
 // Estimates simulates sc forward s.Runs times and returns the estimate
@@ -158,44 +159,5 @@ func admissionOf(res *simulator.Result, index map[string]int, job string) (float
 	if math.IsNaN(o.FirstAdmit) {
 		return math.Inf(1), "", nil
 	}
-	return o.FirstAdmit, causeOf(res.Records, job, o.Queue, o.Arrival, o.FirstAdmit), nil
-}
-
-// causeOf reads the event log between job's arrival and its admission
-// at t: its own preemptions first, else the last event that freed GPUs in
-// its ClusterQueue, else in any queue (borrowing from the cohort).
-func causeOf(recs []simulator.Record, job, queue string, arrival, t float64) string {
-	own, any := "", ""
-	for _, r := range recs {
-		if r.T > t {
-			break
-		}
-		if r.T < arrival {
-			continue
-		}
-		c := ""
-		switch {
-		case r.Type == "preempt" && r.By == job:
-			return CausePreempts
-		case r.Type == "preempt":
-			c = CauseYield
-		case r.Type == "deactivate":
-			c = CauseStopped
-		case r.Type == "finish":
-			c = CauseFinished
-		default:
-			continue
-		}
-		any = c
-		if r.Queue == queue {
-			own = c
-		}
-	}
-	switch {
-	case own != "":
-		return own
-	case any != "":
-		return any
-	}
-	return CauseFree
+	return o.FirstAdmit, simulator.AdmissionCause(res.Records, job, o.Queue, o.Arrival, o.FirstAdmit), nil
 }
