@@ -16,6 +16,19 @@ import (
 // owns it, as explain and the report name them. A waiting Workload the
 // scenario leaves out (no GPUs, an unknown queue) gets a Note instead.
 func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (map[string]*report.AdmissionEstimate, error) {
+	out := map[string]*report.AdmissionEstimate{}
+	viewOf := snap.ViewOf(o.GPUResource)
+	var waiting []report.WorkloadView
+	for i := range snap.Workloads {
+		if v := viewOf(&snap.Workloads[i]); v.State == report.Waiting {
+			waiting = append(waiting, v)
+		}
+	}
+	if len(waiting) == 0 {
+		// Nothing to estimate: the scenario (a forecast refit per running
+		// job with a history) is not built.
+		return out, nil
+	}
 	sc, _, err := clustersnap.Scenario(snap, o)
 	if err != nil {
 		return nil, err
@@ -24,15 +37,9 @@ func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (
 	for _, j := range sc.Jobs {
 		inScenario[j.Name] = true
 	}
-	viewOf := snap.ViewOf(o.GPUResource)
 	var names []string
 	keys := map[string][]string{} // simulated name → the keys it answers
-	out := map[string]*report.AdmissionEstimate{}
-	for i := range snap.Workloads {
-		v := viewOf(&snap.Workloads[i])
-		if v.State != report.Waiting {
-			continue
-		}
+	for _, v := range waiting {
 		name := clustersnap.JobName(v)
 		k := []string{v.Key()}
 		if v.Job != "" {

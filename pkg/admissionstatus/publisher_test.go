@@ -63,7 +63,7 @@ func TestPublisher(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(cluster(t0)...).
 		WithStatusSubresource(&kueue.Workload{}, &v1alpha1.ProgressForecast{}).Build()
 	clk := clocktesting.NewFakePassiveClock(t0.Add(time.Minute))
-	p := New(plannerconfig.DefaultConfig(), c, c, c, clk, logr.Discard())
+	p := New(publishing(), c, c, c, clk, logr.Discard())
 	ctx := context.Background()
 	get := func(name string) *v1alpha1.AdmissionEstimate {
 		t.Helper()
@@ -114,11 +114,16 @@ func TestPublisher(t *testing.T) {
 	}
 }
 
-func TestNewOff(t *testing.T) {
+// publishing is the default config with estimates published every minute.
+func publishing() plannerconfig.Config {
 	cfg := plannerconfig.DefaultConfig()
-	cfg.AdmissionEstimates.Interval.Duration = 0
-	if p := New(cfg, nil, nil, nil, nil, logr.Discard()); p != nil {
-		t.Errorf("interval 0: a publisher %+v, want none", p)
+	cfg.AdmissionEstimates.Interval.Duration = time.Minute
+	return cfg
+}
+
+func TestNewOff(t *testing.T) {
+	if p := New(plannerconfig.DefaultConfig(), nil, nil, nil, nil, logr.Discard()); p != nil {
+		t.Errorf("the default config (interval 0): a publisher %+v, want none", p)
 	}
 }
 

@@ -135,8 +135,11 @@ type WorkloadConfig struct {
 // publishes on the ProgressForecasts of waiting jobs
 // (status.admissionEstimate).
 type AdmissionEstimatesConfig struct {
-	// Interval between two passes over the cluster (each simulates it
-	// forward in admission.DefaultRuns futures); 0 publishes none.
+	// Interval between two passes over the cluster; 0 (the default)
+	// publishes none. A pass refits every running job's forecast from its
+	// stored history and simulates the cluster forward in
+	// admission.DefaultRuns futures: seconds of CPU per 1,000 running jobs
+	// (BenchmarkPublish), so it is opt-in.
 	Interval preempt.Duration `json:"interval"`
 }
 
@@ -170,10 +173,9 @@ func DefaultConfig() Config {
 			GPUResource: "nvidia.com/gpu",
 			MaxNudges:   32,
 		},
-		CRDCheckInterval:   preempt.Dur(30 * time.Second),
-		AdmissionEstimates: AdmissionEstimatesConfig{Interval: preempt.Dur(time.Minute)},
-		ProgressEndpoint:   defaultProgressEndpoint(),
-		Policy:             preempt.DefaultPolicy(),
+		CRDCheckInterval: preempt.Dur(30 * time.Second),
+		ProgressEndpoint: defaultProgressEndpoint(),
+		Policy:           preempt.DefaultPolicy(),
 	}
 }
 
