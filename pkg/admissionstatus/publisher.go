@@ -6,6 +6,7 @@ package admissionstatus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -105,6 +106,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	kueueext.RecordAdmissionEstimates(e.Scored.Inside, e.Scored.Below, e.Scored.Above, e.Calibration.Outcomes, math.Exp(e.Calibration.Shift))
 	patched := 0
+	var errs []error // one refused patch does not hold back the others
 	for i := range snap.Forecasts {
 		pf := &snap.Forecasts[i]
 		// ForWaiting keys each estimate by its job too: a ProgressForecast
@@ -114,11 +116,13 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 			continue
 		}
 		if err := p.patch(ctx, pf, want); err != nil {
-			return patched, err
+			errs = append(errs, err)
+			continue
 		}
 		patched++
 	}
-	return patched, nil
+	p.Log.V(1).Info("admission estimates published", "waiting", len(e.Estimates), "patched", patched, "calibratedOn", e.Calibration.Outcomes)
+	return patched, errors.Join(errs...)
 }
 
 // patch replaces the status's admissionEstimate alone: a merge patch
