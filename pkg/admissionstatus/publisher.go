@@ -121,7 +121,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		patched++
 	}
-	p.Log.V(1).Info("admission estimates published", "waiting", len(e.Estimates), "patched", patched, "calibratedOn", e.Calibration.Outcomes)
+	p.Log.V(1).Info("admission estimates published", "patched", patched, "calibratedOn", e.Calibration.Outcomes)
 	return patched, errors.Join(errs...)
 }
 
