@@ -90,7 +90,7 @@ func TestKubectl(t *testing.T) {
 		t.Errorf("kubectl get pf: want job-a with the progress and verdict of its status (%v / %v):\n%s", before, after, out)
 	}
 	wide := run("get", "pf", "-n", ns, "-o", "wide")
-	if h := strings.Fields(strings.Split(wide, "\n")[0]); strings.Join(h[len(h)-5:], " ") != "OBJECTIVE ADVISED MODE WORKLOAD REASON" {
+	if h := strings.Fields(strings.Split(wide, "\n")[0]); strings.Join(h[len(h)-6:], " ") != "OBJECTIVE ADVISED MODE WORKLOAD REASON ADMISSION" {
 		t.Errorf("kubectl get pf -o wide columns %v", h)
 	}
 	if plugins := run("plugin", "list"); !strings.Contains(plugins, "kubectl-planner") {
