@@ -106,7 +106,7 @@ chromium: ## Install headless Chromium (Debian package) for the e2e browser test
 E2E_LANE_A ?= ^Test(Fault|Fidelity|Explain|Simulate|Sweep|Chart|SecureMetrics|Kubectl|ReportLayout|LivePage)
 E2E_BIN    := $(CURDIR)/$(BIN)/e2e.test
 
-e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once: the default pair's test/e2e split between them, the release module and the scheduler plugin's e2e, the old pair (e2e-compat).
+e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once: the default pair's test/e2e split between them, then the release module and the scheduler plugin's e2e in one, the old pair (e2e-compat) in the other.
 	$(GO) vet -tags e2e ./test/... ./cmd/...
 	$(GO) test -c -tags e2e -o $(E2E_BIN) ./test/e2e
 	$(MAKE) -j2 --output-sync=line e2e-lane-a e2e-lane-b
@@ -114,11 +114,11 @@ e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, et
 e2e-lane-a:
 	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.run='$(E2E_LANE_A)'
 	cd release && $(GO) test -count=1 -timeout 30m ./...
+	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
 
 e2e-lane-b:
 	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.skip='$(E2E_LANE_A)'
 	$(GO) test -tags e2e -count=1 -timeout 20m ./cmd/...
-	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
 	$(MAKE) e2e-compat
 
 # The old pair (docs/compatibility.md): Kueue v0.17.0 + Trainer v2.2.0, on
