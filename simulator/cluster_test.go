@@ -425,3 +425,62 @@ func TestFirstReportCarriesTheFirstEvaluation(t *testing.T) {
 		})
 	}
 }
+
+// MeaningfulOnset: from the true onset (1 % of the gain so far still to
+// come) on, the first point with less than the share of the metric's own
+// value still to gain.
+func TestMeaningfulOnset(t *testing.T) {
+	// Loss 10 → 1.08 → 1.05 → 1.03 → 1.02 → 1.0: the onset (within 1 % of
+	// the gain so far) is at x 0.2. Still to gain, as a share of the
+	// value: 7.4 % at 0.2, 4.8 % at 0.4, 2.9 % at 0.5, 1.96 % at 0.6.
+	c := &Curve{Objective: progress.Objective{Metric: "loss", Direction: progress.Minimize},
+		X: []float64{0.01, 0.2, 0.4, 0.5, 0.6, 1}, V: []float64{10, 1.08, 1.05, 1.03, 1.02, 1.0}}
+	c.finish(c.V)
+	if c.Onset != 0.2 {
+		t.Fatalf("onset %v, want 0.2", c.Onset)
+	}
+	for _, tc := range []struct{ share, want float64 }{
+		{0, 0.2},    // no bound: the onset
+		{0.1, 0.2},  // 7.4 % ahead at the onset
+		{0.04, 0.5}, // 2.9 %
+		{0.02, 0.6}, // 1.96 %
+		{0.001, 1},  // never before the end
+	} {
+		if got := c.MeaningfulOnset(tc.share); got != tc.want {
+			t.Errorf("share %v: %v, want %v", tc.share, got, tc.want)
+		}
+	}
+	// A curve that never plateaus stays at 1.
+	never := &Curve{Objective: c.Objective, X: []float64{0.1, 0.5, 1}, V: []float64{3, 2, 1}}
+	never.finish(never.V)
+	if got := never.MeaningfulOnset(0.02); got != 1 {
+		t.Errorf("never-plateauing curve: %v, want 1", got)
+	}
+}
+
+// With OracleMinImprovement the oracle stops at the trust-bound point
+// (plus its grace), and the truth the metrics use stays the onset.
+func TestOracleMinImprovementStopsLater(t *testing.T) {
+	c := &Curve{Objective: progress.Objective{Metric: "loss", Direction: progress.Minimize},
+		X: []float64{0.01, 0.2, 0.4, 0.5, 0.6, 1}, V: []float64{10, 1.08, 1.05, 1.03, 1.02, 1.0}}
+	c.finish(c.V)
+	j := job("p", "q", 0, 2, 0, 100000)
+	j.Curve = c
+	in := input(one(2), j)
+	base := outcome(t, run(t, in, PolicyOracle, func(o *Options) { o.Deactivate = true }), "p")
+	r := run(t, in, PolicyOracle, func(o *Options) { o.Deactivate = true; o.OracleMinImprovement = 0.02 })
+	bound := outcome(t, r, "p")
+	if want := 0.2*100000 + 7200; base.Outcome != "deactivated" || math.Abs(base.End-want) > 1e-6 {
+		t.Fatalf("unbounded oracle: %s at %v, want deactivated at %v", base.Outcome, base.End, want)
+	}
+	if want := 0.6*100000 + 7200; bound.Outcome != "deactivated" || math.Abs(bound.End-want) > 1e-6 {
+		t.Fatalf("bounded oracle: %s at %v, want deactivated at %v", bound.Outcome, bound.End, want)
+	}
+	// Plateau GPU-hours are still counted from the true onset.
+	if want := 2 * (0.4*100000 + 7200) / 3600; math.Abs(r.Summary.PlateauGPUHours-want) > 1e-6 {
+		t.Errorf("plateau GPU-h %v, want %v", r.Summary.PlateauGPUHours, want)
+	}
+	if r.Summary.EarlyStops != 0 {
+		t.Errorf("early stops %d", r.Summary.EarlyStops)
+	}
+}

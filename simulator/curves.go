@@ -74,6 +74,24 @@ func (c *Curve) RelRemaining(x float64) float64 {
 	return (now - final) / gain
 }
 
+// MeaningfulOnset is the first run fraction at or after Onset from which
+// less than share of the metric's own value is still to gain by the end
+// (true best-so-far): where a stop first obeys the trust rule that a job
+// with that much still to gain is not plateaued (docs/policy.md,
+// MinImprovement). 1 when the curve never plateaus; Onset when share ≤ 0.
+func (c *Curve) MeaningfulOnset(share float64) float64 {
+	if c.Onset >= 1 || share <= 0 || len(c.truth) == 0 {
+		return c.Onset
+	}
+	final := c.truth[len(c.truth)-1]
+	for i := sort.SearchFloat64s(c.X, c.Onset-1e-12); i < len(c.truth)-1; i++ {
+		if c.truth[i]-final < share*math.Abs(c.truth[i]) {
+			return c.X[i]
+		}
+	}
+	return 1
+}
+
 // finish computes truth and Onset from oriented values (NaN skipped).
 func (c *Curve) finish(truthValues []float64) {
 	sign := c.Objective.Sign()

@@ -60,6 +60,12 @@ type Options struct {
 	// (before it is applied), for diagnostics (hack/oraclegap). nil costs
 	// nothing.
 	Observe func(o Observation)
+	// OracleMinImprovement, when positive, bounds the oracle by the trust
+	// rule: it calls a plateau only once less than this share of the
+	// metric's own value is still to gain (Curve.MeaningfulOnset), so its
+	// saving is the most a stop policy that never stops a job with that
+	// much ahead can reach. The truth the metrics use is unchanged.
+	OracleMinImprovement float64
 	// StopOnceAdmitted, when set, ends the run at the instant the last of
 	// these jobs (by name) is first admitted, after that instant's
 	// admissions: an admission estimate needs nothing later, and running
@@ -108,6 +114,8 @@ func (o *Options) Validate() error {
 		return checkSeconds("checkpoint interval", o.Checkpoint)
 	case o.ReportsPerRun < 1 || o.ReportsPerRun > maxReportsPerRun:
 		return fmt.Errorf("reportsPerRun %d must be in [1, %d]", o.ReportsPerRun, maxReportsPerRun)
+	case !(o.OracleMinImprovement >= 0 && o.OracleMinImprovement < 1):
+		return fmt.Errorf("oracle min-improvement %v must be in [0, 1)", o.OracleMinImprovement)
 	case !(o.ReportMin >= minInterval) || !(o.ReportMax >= o.ReportMin) || o.ReportMax > MaxSeconds:
 		return fmt.Errorf("report interval bounds: need %d s <= min %v <= max %v <= %d s", minInterval, o.ReportMin, o.ReportMax, MaxSeconds)
 	}

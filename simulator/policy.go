@@ -344,8 +344,8 @@ func oracleForecast(e *engine, j *jobState) forecast.Forecast {
 	if !math.IsInf(rel, 0) {
 		f.RelativeRemaining = &rel
 	}
-	if w >= j.PlateauWork() && j.Curve.Onset < 1 {
-		onset := now - (w - j.PlateauWork())
+	if ow := oracleOnsetWork(e, j); w >= ow && j.Curve.Onset < 1 {
+		onset := now - (w - ow)
 		f.PlateauProbability, f.Plateaued, f.PlateauOnset = 1, true, &onset
 		if f.RelativeRemaining == nil || *f.RelativeRemaining > PlateauEpsilon {
 			r := 0.0 // the onset is defined by the best-so-far; between evaluations keep it consistent
@@ -353,6 +353,16 @@ func oracleForecast(e *engine, j *jobState) forecast.Forecast {
 		}
 	}
 	return f
+}
+
+// oracleOnsetWork is the running time from which the oracle knows j has
+// plateaued: the true onset, or with Options.OracleMinImprovement the
+// first point past it with less than that share of the value to gain.
+func oracleOnsetWork(e *engine, j *jobState) float64 {
+	if e.opt.OracleMinImprovement <= 0 || j.Curve == nil {
+		return j.PlateauWork()
+	}
+	return math.Min(1, j.Curve.MeaningfulOnset(e.opt.OracleMinImprovement)) * j.Duration
 }
 
 // oracleTransition is the next instant at which the truth changes what
@@ -367,7 +377,7 @@ func oracleTransition(e *engine, j *jobState, p *preempt.Policy) float64 {
 		}
 	}
 	if j.Curve.Onset < 1 {
-		at(j.PlateauWork())
+		at(oracleOnsetWork(e, j))
 	}
 	at(math.Max(p.NearDone.EnterProgress*j.Duration, j.Duration-p.NearDone.EnterMaxETA.Seconds()))
 	return next

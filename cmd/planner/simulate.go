@@ -27,7 +27,7 @@ type simulateOptions struct {
 	output                                          *outputFlag
 	seed                                            uint64
 	deactivate                                      bool
-	minImprovement                                  float64
+	minImprovement, oracleMinImprovement            float64
 	limit, clusterGPUs                              int
 	singleQueue                                     bool
 	priorities, checkpoint                          string
@@ -85,6 +85,7 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	f.Uint64Var(&o.seed, "seed", 1, "seed of every random draw (default: the scenario's)")
 	f.BoolVar(&o.deactivate, "deactivate", false, "what-if: every queue opts in to the policy's Deactivate action")
 	f.Float64Var(&o.minImprovement, "min-improvement", 0.01, "what-if: the meaningful improvement (share of the metric's own value) below which a job may be called Plateaued (docs/policy.md; the controller's forecast.minImprovement)")
+	f.Float64Var(&o.oracleMinImprovement, "oracle-min-improvement", 0, "bound the oracle by the trust rule: it stops a job only once less than this share of the metric's own value is still to gain (e.g. 0.02), so its saving is the most a stop policy obeying that rule can reach (docs/simulator.md); 0: the true plateau onset")
 	o.output = addOutputFlag(cmd, formatTable, formatJSON, formatHTML)
 	f.StringVar(&o.outFile, "out", "", "write the output to this file instead of standard output")
 	f.IntVar(&o.limit, "limit", 0, "replay only the first N usable rows of the trace file and stop reading there (sorted by submission as usual); these are the N earliest submissions only in a file sorted by submission time: the Alibaba pod list is, the Pollux philly.csv is not")
@@ -265,6 +266,12 @@ func (o *simulateOptions) options(cmd *cobra.Command, sc *simulator.Scenario) (s
 			return simulator.Options{}, usageErrorf("--min-improvement %g: must be in [0, %g]", o.minImprovement, plannerconfig.MaxMinImprovement)
 		}
 		opt.Forecast.MinImprovement = o.minImprovement
+	}
+	if flags.Changed("oracle-min-improvement") {
+		if !(o.oracleMinImprovement >= 0 && o.oracleMinImprovement <= plannerconfig.MaxMinImprovement) {
+			return simulator.Options{}, usageErrorf("--oracle-min-improvement %g: must be in [0, %g]", o.oracleMinImprovement, plannerconfig.MaxMinImprovement)
+		}
+		opt.OracleMinImprovement = o.oracleMinImprovement
 	}
 	if flags.Changed("reports-per-run") {
 		opt.ReportsPerRun = o.reportsPerRun // range-checked with the other options below
