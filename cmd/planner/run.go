@@ -159,7 +159,8 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		src = jobframework.NewMemorySource()
 		opts.Reports = src
 	}
-	if _, err := kueueext.Setup(mgr, opts); err != nil {
+	planner, err := kueueext.Setup(mgr, opts)
+	if err != nil {
 		return fmt.Errorf("set up the planner: %w", err)
 	}
 	if src != nil {
@@ -171,11 +172,12 @@ func runController(cmd *cobra.Command, fl runFlags) error {
 		}
 	}
 	if pub := admissionstatus.New(cfg, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetClient(), clock.RealClock{}, logger.WithName("admission-estimates")); pub != nil {
+		pub.Latest = planner.LatestForecasts
 		if err := mgr.Add(pub); err != nil {
 			return fmt.Errorf("add the admission estimates: %w", err)
 		}
 	}
-	if err := addReportUI(mgr, cfg, fl, logger); err != nil {
+	if err := addReportUI(mgr, cfg, fl, logger, planner.LatestForecasts); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

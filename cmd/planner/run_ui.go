@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/progress-planner/planner/pkg/admission"
@@ -19,7 +20,8 @@ import (
 // addReportUI adds the read-only report page (--ui-addr) to the manager:
 // it reads the controller's cache and, for ClusterQueues (not cached), the
 // API server directly.
-func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log logr.Logger) error {
+func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log logr.Logger,
+	latest func() map[types.NamespacedName]kueueext.LatestForecast) error {
 	if fl.uiAddr == "" {
 		return nil
 	}
@@ -28,7 +30,7 @@ func addReportUI(mgr manager.Manager, cfg plannerconfig.Config, fl runFlags, log
 	}
 	set := admissionstatus.Settings(cfg)
 	o := reportui.Options{Addr: fl.uiAddr, Refresh: fl.uiRefresh,
-		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders, Admission: &set}
+		GPUResource: cfg.GPUResourceName(), Log: log.WithName("report-page"), Wrap: securityHeaders, Admission: &set, Latest: latest}
 	if cfg.AdmissionEstimates.Interval.Duration == 0 {
 		// The published estimates' metrics, when nothing is published
 		// (admissionstatus.Publisher records them otherwise).

@@ -69,6 +69,10 @@ type Publisher struct {
 	Estimator  *admission.Estimator
 	Clock      clock.PassiveClock
 	Log        logr.Logger
+	// Latest, when set, gives the controller's latest forecasts
+	// (kueueext.Planner.LatestForecasts): a running job found there is
+	// not refitted each pass (clustersnap.Options.Latest).
+	Latest func() map[types.NamespacedName]kueueext.LatestForecast
 }
 
 // NeedLeaderElection: only the leader writes.
@@ -99,8 +103,12 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("read the cluster: %w", err)
 	}
 	now := p.Clock.Now()
-	e, err := p.Estimator.Estimate(snap, clustersnap.Options{GPUResource: p.GPU, Now: now,
-		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds})
+	o := clustersnap.Options{GPUResource: p.GPU, Now: now,
+		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds}
+	if p.Latest != nil {
+		o.Latest = p.Latest()
+	}
+	e, err := p.Estimator.Estimate(snap, o)
 	if err != nil {
 		return 0, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/admission"
+	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
 	"github.com/progress-planner/planner/pkg/report"
@@ -121,9 +122,15 @@ func publishing() plannerconfig.Config {
 	return cfg
 }
 
+// The default config publishes every 5 minutes; interval 0 publishes none.
 func TestNewOff(t *testing.T) {
-	if p := New(plannerconfig.DefaultConfig(), nil, nil, nil, nil, logr.Discard()); p != nil {
-		t.Errorf("the default config (interval 0): a publisher %+v, want none", p)
+	if p := New(plannerconfig.DefaultConfig(), nil, nil, nil, nil, logr.Discard()); p == nil || p.Interval != 5*time.Minute {
+		t.Errorf("the default config: publisher %+v, want one every 5m", p)
+	}
+	off := plannerconfig.DefaultConfig()
+	off.AdmissionEstimates.Interval.Duration = 0
+	if p := New(off, nil, nil, nil, nil, logr.Discard()); p != nil {
+		t.Errorf("interval 0: a publisher %+v, want none", p)
 	}
 }
 
@@ -191,5 +198,38 @@ func TestPublishedCalibration(t *testing.T) {
 		if got := PublishedCalibration(tc.pfs, now, time.Hour); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// With Latest, the running job's remaining time is the controller's
+// latest forecast (here 20 minutes, made a minute ago), not the
+// default run time its missing history would give.
+func TestPublisherTakesLatestForecasts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	c := fake.NewClientBuilder().WithScheme(kueueext.NewScheme()).WithObjects(cluster(t0)...).
+		WithStatusSubresource(&kueue.Workload{}, &v1alpha1.ProgressForecast{}).Build()
+	now := t0.Add(time.Minute)
+	p := New(publishing(), c, c, c, clocktesting.NewFakePassiveClock(now), logr.Discard())
+	ctx := context.Background()
+	var run v1alpha1.ProgressForecast
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "run"}, &run); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	p.Latest = func() map[types.NamespacedName]kueueext.LatestForecast {
+		calls++
+		return map[types.NamespacedName]kueueext.LatestForecast{{Namespace: "team", Name: "run"}: {ForecastUID: run.UID,
+			At: now.Add(-time.Minute), ETA: forecast.Estimate{Known: true, Value: 20 * 60, Lo: 20 * 60, Hi: 20 * 60}}}
+	}
+	if n, err := p.Publish(ctx); err != nil || n != 1 || calls != 1 {
+		t.Fatalf("Publish: %d patched, %v, Latest called %d times; want 1, nil, 1", n, err, calls)
+	}
+	var wait v1alpha1.ProgressForecast
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "wait"}, &wait); err != nil {
+		t.Fatal(err)
+	}
+	a := wait.Status.AdmissionEstimate
+	if want := now.Add(19 * time.Minute); a == nil || a.Expected == nil || a.Expected.Sub(want).Abs() > time.Minute {
+		t.Errorf("estimate %+v: want expected at %v (the running job's 20 minutes, forecast a minute ago)", a, want)
 	}
 }

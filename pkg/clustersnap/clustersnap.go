@@ -32,9 +32,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/report"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -57,6 +61,11 @@ type Options struct {
 	// names, else to ArrivalsQueue.
 	Arrivals      *simulator.Trace
 	ArrivalsQueue string
+	// Latest, when set, are the controller's own latest forecasts
+	// (kueueext.Planner.LatestForecasts, in the planner's process): a job
+	// found there takes its ETA, moved on by the time since, and plateau
+	// call from it instead of a refit of its stored history.
+	Latest map[types.NamespacedName]kueueext.LatestForecast
 }
 
 // noETANote says where the run time of a job without a known ETA comes
@@ -375,18 +384,18 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 		js := simulator.JobSpec{Name: JobName(v), Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
 			Duration: simulator.Seconds(o.DefaultDuration)}
 		if pf := forecastFor(wl); pf != nil {
-			fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
+			eta, plateaued, err := jobForecast(pf, o)
 			if err != nil {
 				notes = append(notes, err.Error())
 			}
-			if fc != nil && fc.ETA.Known && fc.ETA.Value > 0 && fc.ETA.Value <= simulator.MaxSeconds {
-				js.Duration = durationSeconds(fc.ETA.Value)
-				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), fc.ETA.Lo, fc.ETA.Hi)
+			if eta.Known && eta.Value > 0 && eta.Value <= simulator.MaxSeconds {
+				js.Duration = durationSeconds(eta.Value)
+				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), eta.Lo, eta.Hi)
 			} else {
 				sk.noETA++
 				js.UnknownDuration, js.RanFor = true, ranFor(wl, o.Now)
 			}
-			if fc != nil && fc.Plateaued {
+			if plateaued {
 				js.PlateauAt = plateauedNow
 			}
 		} else {
@@ -407,4 +416,22 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 		}
 	}
 	return running, pending, sk, notes
+}
+
+// jobForecast is the ETA and plateau call of the job pf records: the
+// controller's latest forecast when Options.Latest has it (its ETA less
+// the time since), else a forecast of the stored history as of o.Now.
+func jobForecast(pf *v1alpha1.ProgressForecast, o Options) (forecast.Estimate, bool, error) {
+	if l, ok := o.Latest[types.NamespacedName{Namespace: pf.Namespace, Name: pf.Name}]; ok && l.ForecastUID == pf.UID {
+		eta := l.ETA
+		if since := o.Now.Sub(l.At).Seconds(); eta.Known && since > 0 {
+			eta.Value, eta.Lo, eta.Hi = eta.Value-since, math.Max(eta.Lo-since, 0), math.Max(eta.Hi-since, 0)
+		}
+		return eta, l.Plateaued, nil
+	}
+	fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
+	if fc == nil {
+		return forecast.Estimate{}, false, err
+	}
+	return fc.ETA, fc.Plateaued, err
 }

@@ -9,10 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/forecast"
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/simulator"
 )
 
@@ -152,5 +156,59 @@ func TestScenarioArrivalsFromTrace(t *testing.T) {
 	}
 	if _, _, err := Scenario(s, Options{Now: now, DefaultDuration: 3600, Horizon: 3600, Arrivals: tr}); err == nil || !strings.Contains(err.Error(), `group "vc-other"`) {
 		t.Errorf("an unknown group without --arrivals-queue: %v", err)
+	}
+}
+
+// With Options.Latest a running job takes the controller's own latest
+// forecast, its ETA moved on by the time since (no refit of the stored
+// history); an entry for another object of the same name is not used.
+func TestScenarioTakesLatestForecasts(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	run := workload("w-run", "lq-a", "1", 0, now.Add(-time.Hour), "a")
+	run.OwnerReferences = []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "llama", UID: "u-llama", Controller: ptr.To(true)}}
+	pf := v1alpha1.ProgressForecast{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "llama", UID: "u-pf",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "llama", UID: "u-llama", Controller: ptr.To(true)}}},
+		Spec: v1alpha1.ProgressForecastSpec{JobRef: v1alpha1.JobRef{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "llama", UID: "u-llama"}}}
+	s := &clusterview.Snapshot{
+		ClusterQueues: []kueue.ClusterQueue{gpuQueue("a", "", "8", nil, "")},
+		LocalQueues:   []kueue.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "lq-a"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "a"}}},
+		Workloads:     []kueue.Workload{run},
+		Forecasts:     []v1alpha1.ProgressForecast{pf},
+	}
+	key := types.NamespacedName{Namespace: "team", Name: "llama"}
+	latest := kueueext.LatestForecast{ForecastUID: "u-pf", At: now.Add(-10 * time.Minute), Plateaued: true,
+		ETA: forecast.Estimate{Known: true, Value: 3600, Lo: 1800, Hi: 7200}}
+	for _, tc := range []struct {
+		name         string
+		uid          types.UID
+		want, lo, hi simulator.Seconds
+		unknown      bool
+		plateauAt    float64
+	}{
+		// 10 minutes later: 50m (20m to 1h50m), and plateaued now.
+		{"the controller's forecast", "u-pf", 3000, 1200, 6600, false, plateauedNow},
+		// Another object's entry: the stored history, here none, so no ETA.
+		{"a re-created object's", "u-old", 1800, 0, 0, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := latest
+			l.ForecastUID = tc.uid
+			sc, _, err := Scenario(s, Options{Now: now, DefaultDuration: 1800, Latest: map[types.NamespacedName]kueueext.LatestForecast{key: l}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Jobs) != 1 {
+				t.Fatalf("jobs %+v", sc.Jobs)
+			}
+			j := sc.Jobs[0]
+			if j.Duration != tc.want || j.UnknownDuration != tc.unknown || j.PlateauAt != tc.plateauAt {
+				t.Errorf("job %+v: want duration %v, unknown %v, plateauAt %v", j, tc.want, tc.unknown, tc.plateauAt)
+			}
+			if !tc.unknown {
+				if lo, hi := etaInterval(float64(tc.want), float64(tc.lo), float64(tc.hi)); j.DurationLo != lo || j.DurationHi != hi {
+					t.Errorf("interval %v–%v, want %v–%v", j.DurationLo, j.DurationHi, lo, hi)
+				}
+			}
+		})
 	}
 }

@@ -182,6 +182,9 @@ type jobState struct {
 	// the predicted ends the ETA error is scored against (outcomes.go).
 	lastETA forecast.Estimate
 	eta     etaCheckpoints
+	// latest is the last forecast for LatestForecasts, which reads it
+	// without mu (held through a reconcile's API calls).
+	latest atomic.Pointer[latestEntry]
 }
 
 // newJobReconciler returns kind's reconciler; reports is the source kind's
@@ -865,6 +868,10 @@ func (r *JobReconciler) forecastAndDecide(job client.Object, wl *kueue.Workload,
 	f := forecast.Fit(st.hist, obj, nowSec, s)
 	metricFitDuration.Observe(time.Since(t0).Seconds())
 	st.lastETA = f.ETA
+	if st.obj != nil {
+		st.latest.Store(&latestEntry{key: client.ObjectKeyFromObject(st.obj),
+			LatestForecast: LatestForecast{ForecastUID: st.obj.UID, At: now, ETA: f.ETA, Plateaued: f.Plateaued}})
+	}
 	st.eta.record(&f, now)
 	metricForecasts.WithLabelValues(triggerLabel(why)).Inc()
 

@@ -1071,3 +1071,30 @@ func TestReconcileCarriesAdmissionEstimate(t *testing.T) {
 		t.Errorf("admissionEstimate after the reconciler's writes: %+v, want the publisher's %+v", got, est)
 	}
 }
+
+// The table's latest forecasts are the reconciler's own: keyed by the
+// ProgressForecast, with its UID, the forecast time and the ETA the
+// decision used.
+func TestLatestForecasts(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	f := newFixture(t, testConfig(), a, workloadFor("trainjob-a-00001", a, true), localQueue())
+	if got := f.rec.table.latest(); len(got) != 0 {
+		t.Fatalf("before any report: %v", got)
+	}
+	f.replayInto("a", exampleHistory(t, "synth__inverse-power").Reports[:10])
+	pf := f.pf("a")
+	got, ok := f.rec.table.latest()[types.NamespacedName{Namespace: ns, Name: "a"}]
+	if !ok {
+		t.Fatalf("no latest forecast for team/a: %v", f.rec.table.latest())
+	}
+	st := f.rec.table.jobs[jobKey{Kind: f.rec.kind.GVK().GroupKind(), NamespacedName: types.NamespacedName{Namespace: ns, Name: "a"}}]
+	if st == nil {
+		t.Fatal("no job state for team/a")
+	}
+	if got.ForecastUID != pf.UID || !got.At.Equal(st.lastForecast) || got.ETA != st.lastETA {
+		t.Errorf("latest %+v, want UID %s, at %v, ETA %+v", got, pf.UID, st.lastForecast, st.lastETA)
+	}
+	if !got.ETA.Known || !(got.ETA.Value > 0) {
+		t.Errorf("ETA %+v: want a known ETA after 10 reports of a run with a total", got.ETA)
+	}
+}

@@ -17,11 +17,13 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/progress-planner/planner/pkg/admission"
 	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -53,6 +55,10 @@ type Options struct {
 	// estimates newly scored against their admission and the calibration
 	// in use (planner run publishes them as metrics).
 	OnAdmissions func(admission.Scored, admission.Calibration)
+	// Latest, when set, gives the controller's latest forecasts (in the
+	// planner's process): the estimates take running jobs' ETAs from them
+	// instead of refitting (clustersnap.Options.Latest).
+	Latest func() map[types.NamespacedName]kueueext.LatestForecast
 }
 
 // Server builds and serves the page.
@@ -130,8 +136,12 @@ func (s *Server) Rebuild(ctx context.Context) error {
 // admissions estimates the waiting jobs' admissions, the ranges
 // calibrated on how this server's earlier estimates turned out.
 func (s *Server) admissions(snap *clusterview.Snapshot) map[string]*report.AdmissionEstimate {
-	e, err := s.estimator.Estimate(snap, clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
-		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds})
+	o := clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
+		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds}
+	if s.opt.Latest != nil {
+		o.Latest = s.opt.Latest()
+	}
+	e, err := s.estimator.Estimate(snap, o)
 	if err != nil {
 		// The page still shows everything else.
 		s.opt.Log.Error(err, "admission estimates")
