@@ -10,16 +10,27 @@ import (
 
 // Median is the median of v (NaN when v is empty); v is not modified.
 func Median(v []float64) float64 {
+	// A short input is sorted in a stack buffer: the forecast takes
+	// medians of a few recent values at every report (no garbage).
+	var buf [32]float64
+	if len(v) <= len(buf) {
+		return MedianInPlace(append(buf[:0], v...))
+	}
+	return MedianInPlace(slices.Clone(v))
+}
+
+// MedianInPlace is Median, sorting v itself (a scratch copy the caller
+// owns).
+func MedianInPlace(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
-	c := slices.Clone(v)
-	slices.Sort(c)
-	n := len(c)
+	slices.Sort(v)
+	n := len(v)
 	if n%2 == 1 {
-		return c[n/2]
+		return v[n/2]
 	}
-	return (c[n/2-1] + c[n/2]) / 2
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // CentralZ is the two-sided normal quantile of a central interval of the

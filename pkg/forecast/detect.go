@@ -3,7 +3,6 @@ package forecast
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/progress-planner/planner/internal/stats"
 	"github.com/progress-planner/planner/pkg/progress"
@@ -31,8 +30,8 @@ func intervalStats(d []float64) (med, p95 float64, ok bool) {
 	if len(d) < 2 {
 		return 0, 0, false
 	}
-	slices.Sort(d)
-	return stats.Median(d), d[int(math.Ceil(0.95*float64(len(d))))-1], true
+	med = stats.MedianInPlace(d) // sorts d
+	return med, d[int(math.Ceil(0.95*float64(len(d))))-1], true
 }
 
 // activityTimes are the times, up to now, at which the job showed it was
@@ -118,13 +117,7 @@ func divergence(obs []objPoint, s Settings) (bool, string) {
 // them with what the counters show.
 func integrity(h *progress.History, axis axisKind, plannerETA Estimate, now float64) Integrity {
 	var in Integrity
-	pts := h.Points()
-	var seen []progress.Point
-	for _, p := range pts {
-		if p.T <= now {
-			seen = append(seen, p)
-		}
-	}
+	seen := pointsUpTo(h, now)
 	if len(seen) == 0 {
 		return in
 	}

@@ -317,7 +317,7 @@ func medianObsStep(obs []objPoint) float64 {
 	for i := 1; i < len(obs); i++ {
 		d = append(d, obs[i].x-obs[i-1].x)
 	}
-	return stats.Median(d)
+	return stats.MedianInPlace(d) // d is this call's own
 }
 
 // plateauOnset is the first observation time after which the best-so-far

@@ -86,11 +86,7 @@ type fitState struct {
 
 // selectReports keeps the reports up to now.
 func selectReports(st *fitState) bool {
-	for _, p := range st.h.Points() {
-		if p.T <= st.now {
-			st.pts = append(st.pts, p)
-		}
-	}
+	st.pts = pointsUpTo(st.h, st.now)
 	if len(st.pts) == 0 {
 		st.f.ETA = Estimate{Why: "no reports"}
 		st.f.PredictedFinal = Estimate{Why: "no reports"}

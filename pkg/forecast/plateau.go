@@ -362,7 +362,8 @@ func recentPaceGain(in *plateauInput) (float64, string) {
 // evenly taken, keep it cheap).
 func theilSen(pts []objPoint) float64 {
 	stride := (len(pts) + 63) / 64
-	var sl []float64
+	m := (len(pts) + stride - 1) / stride // points taken
+	sl := make([]float64, 0, m*(m-1)/2)
 	for i := 0; i < len(pts); i += stride {
 		for j := i + stride; j < len(pts); j += stride {
 			if dx := pts[j].x - pts[i].x; dx > 0 {
@@ -373,7 +374,7 @@ func theilSen(pts []objPoint) float64 {
 	if len(sl) == 0 {
 		return 0
 	}
-	return stats.Median(sl)
+	return stats.MedianInPlace(sl) // sl is this call's own
 }
 
 // noiseScale is the robust scale of successive differences of the
@@ -386,5 +387,5 @@ func noiseScale(obs []objPoint) float64 {
 	for i := 1; i < len(obs); i++ {
 		d = append(d, math.Abs(obs[i].y-obs[i-1].y))
 	}
-	return 1.4826 * stats.Median(d) / math.Sqrt2
+	return 1.4826 * stats.MedianInPlace(d) / math.Sqrt2 // d is this call's own
 }

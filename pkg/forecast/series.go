@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"math"
+	"sort"
 
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -111,4 +112,14 @@ func objectiveSeries(h *progress.History, metric string, sign float64, axis axis
 		out = append(out, objPoint{t: p.T, x: x, y: sign * v})
 	}
 	return out
+}
+
+// pointsUpTo is the history's points at or before now: a prefix, since a
+// history's times never decrease (progress.History.Observe and the codec
+// refuse any that would), shared read-only (its capacity ends at its
+// length, so an append copies).
+func pointsUpTo(h *progress.History, now float64) []progress.Point {
+	pts := h.Points()
+	n := sort.Search(len(pts), func(i int) bool { return pts[i].T > now })
+	return pts[:n:n]
 }

@@ -49,15 +49,16 @@ type pace struct {
 // paceSamples extracts intervals along axis from points. axis returns the
 // progress value of a point (NaN when absent).
 func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []paceSample {
-	var out []paceSample
-	segStart := 0
+	// At most one sample per point: one allocation each.
+	out := make([]paceSample, 0, len(pts))
+	seg := make([]paceSample, 0, len(pts))
 	for i := 0; i < len(pts); {
 		// One segment at a time.
 		j := i
 		for j < len(pts) && pts[j].Seg == pts[i].Seg {
 			j++
 		}
-		var seg []paceSample
+		seg = seg[:0]
 		prev := -1
 		for k := i; k < j; k++ {
 			x := axis(pts[k])
@@ -79,14 +80,13 @@ func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []pace
 			}
 			prev = k
 		}
-		if len(seg) >= 3 {
-			seg = seg[1:] // warm-up
+		kept := seg
+		if len(kept) >= 3 {
+			kept = kept[1:] // warm-up
 		}
-		out = append(out, seg...)
-		segStart = j
+		out = append(out, kept...)
 		i = j
 	}
-	_ = segStart
 	return out
 }
 
@@ -204,16 +204,15 @@ func robustSlope(s []paceSample) float64 {
 		return 0
 	}
 	n := len(s)
-	x := make([]float64, n)
-	y := make([]float64, n)
-	w := make([]float64, n)
+	// One allocation for the six columns (this runs at every forecast).
+	buf := make([]float64, 6*n)
+	x, y, w, rw, res, tmp := buf[:n], buf[n:2*n], buf[2*n:3*n], buf[3*n:4*n], buf[4*n:5*n], buf[5*n:]
 	for i, q := range s {
 		dx := q.x1 - q.x0
 		x[i] = (q.x0 + q.x1) / 2
 		y[i] = q.dt / dx
 		w[i] = dx
 	}
-	rw := make([]float64, n)
 	for i := range rw {
 		rw[i] = 1
 	}
@@ -241,11 +240,10 @@ func robustSlope(s []paceSample) float64 {
 		b = sxy / sxx
 		a = my - b*mx
 		// Huber weights on standardized residuals.
-		res := make([]float64, n)
 		for i := range x {
 			res[i] = math.Abs(y[i] - a - b*x[i])
 		}
-		scale := 1.4826 * stats.Median(res)
+		scale := 1.4826 * stats.MedianInPlace(append(tmp[:0], res...))
 		if scale <= 0 {
 			break
 		}
