@@ -48,18 +48,21 @@ type AdmissionEstimator func(sc *Scenario, jobs []string) ([]AdmissionInterval, 
 
 // AdmissionOutcome is an earlier estimate and the wait that followed it,
 // as the estimate's calibration reads it: Wait is all of the wait after
-// the estimate was made, or, while Waiting, the wait so far.
+// the estimate was made, or, while Waiting, the wait so far; Age is how
+// long ago the estimate was made (the calibration prefers recent ones).
 type AdmissionOutcome struct {
 	P10, P90 float64
 	Wait     float64
 	Waiting  bool
+	Age      float64
 }
 
 // AdmissionCalibrator turns an estimate's interval into the one shown,
 // from the outcomes of the estimates made before it (pkg/admission's
-// calibration on its own past misses), and says how many outcomes it
-// used (0: the interval as it is).
-type AdmissionCalibrator func(past []AdmissionOutcome, est AdmissionInterval) (lo, hi float64, used int)
+// calibration on its own past misses, preferring those made within
+// horizon seconds), and says how many outcomes it used (0: the interval
+// as it is).
+type AdmissionCalibrator func(past []AdmissionOutcome, horizon float64, est AdmissionInterval) (lo, hi float64, used int)
 
 // AdmissionSample is one captured waiting job.
 type AdmissionSample struct {
@@ -288,7 +291,7 @@ func AdmissionBacktest(in *Input, opt Options, o AdmissionBacktestOptions, est A
 		}
 		lo, hi := f.iv.P10, f.iv.P90
 		if cal != nil {
-			lo, hi, s.Outcomes = cal(outcomesAt(e, firsts, s.T, o.Horizon), f.iv)
+			lo, hi, s.Outcomes = cal(outcomesAt(e, firsts, s.T), o.Horizon, f.iv)
 		}
 		s.Wait, s.P10, s.Median, s.P90 = Float(wait), Float(lo), Float(f.iv.Median), Float(hi)
 		s.FuturesP10, s.FuturesP90 = Float(f.iv.P10), Float(f.iv.P90)
@@ -361,16 +364,15 @@ func firstEstimates(e *engine, samples []AdmissionSample, est AdmissionEstimator
 	return firsts, nil
 }
 
-// outcomesAt is what the estimates made in the horizon before t show at
-// t: the waits of the jobs admitted by then, and the waits so far of the
-// others.
-func outcomesAt(e *engine, firsts map[int]firstEstimate, t, horizon float64) []AdmissionOutcome {
+// outcomesAt is what the estimates made before t show at t: the waits of
+// the jobs admitted by then, and the waits so far of the others.
+func outcomesAt(e *engine, firsts map[int]firstEstimate, t float64) []AdmissionOutcome {
 	var out []AdmissionOutcome
 	for id, f := range firsts {
-		if f.t >= t || f.t < t-horizon {
+		if f.t >= t {
 			continue
 		}
-		o := AdmissionOutcome{P10: f.iv.P10, P90: f.iv.P90}
+		o := AdmissionOutcome{P10: f.iv.P10, P90: f.iv.P90, Age: t - f.t}
 		if admit := e.jobs[id].firstAdmit; !math.IsNaN(admit) && admit <= t {
 			o.Wait = admit - f.t
 		} else {

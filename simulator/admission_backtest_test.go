@@ -98,7 +98,7 @@ func TestAdmissionBacktestScoring(t *testing.T) {
 		return []AdmissionInterval{{101, 201, 301}}, nil // c waits 1080 s (behind b): too early
 	}
 	var seen [][]AdmissionOutcome
-	cal := func(past []AdmissionOutcome, iv AdmissionInterval) (float64, float64, int) {
+	cal := func(past []AdmissionOutcome, _ float64, iv AdmissionInterval) (float64, float64, int) {
 		seen = append(seen, past)
 		return iv.P10, 2 * iv.P90, len(past)
 	}
@@ -118,7 +118,7 @@ func TestAdmissionBacktestScoring(t *testing.T) {
 	}
 	// At c's capture (20 s) b's estimate, made at 10 s, has waited 10 s
 	// so far: the one outcome known, still waiting.
-	if len(seen) != 2 || len(seen[0]) != 0 || len(seen[1]) != 1 || seen[1][0] != (AdmissionOutcome{P10: 900, P90: 1100, Wait: 10, Waiting: true}) {
+	if len(seen) != 2 || len(seen[0]) != 0 || len(seen[1]) != 1 || seen[1][0] != (AdmissionOutcome{P10: 900, P90: 1100, Wait: 10, Waiting: true, Age: 10}) {
 		t.Errorf("outcomes the calibration saw: %+v", seen)
 	}
 	if got := r.MedianAbsErr; got != (10+880)/2.0 {

@@ -39,8 +39,8 @@ func runAdmissionBacktest(cmd *cobra.Command, in *simulator.Input, opt simulator
 		}
 		return out, nil
 	}
-	cal := func(past []simulator.AdmissionOutcome, iv simulator.AdmissionInterval) (float64, float64, int) {
-		c := admission.Calibrate(past)
+	cal := func(past []simulator.AdmissionOutcome, horizon float64, iv simulator.AdmissionInterval) (float64, float64, int) {
+		c := admission.CalibrateWithin(past, horizon)
 		lo, hi := c.Apply(iv.P10, iv.Median, iv.P90)
 		return lo, hi, c.Outcomes
 	}

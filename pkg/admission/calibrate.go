@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -36,7 +37,9 @@ const calibrationScale = 60.0
 
 // MinOutcomes is the fewest past outcomes a calibration is made from:
 // with fewer the futures' interval is shown as it is. Chosen, not tuned:
-// at 4 or fewer the conformal quantile of an 80 % interval is unbounded.
+// the conformal rank ⌈(n+1)·0.8⌉ exceeds n (no bound) below 4 outcomes
+// and is the single largest score up to 8 (one outlier sets the range);
+// 10 is the first round number past that.
 const MinOutcomes = 10
 
 // calibrationLevel is the interval's coverage (10 % to 90 %).
@@ -56,14 +59,37 @@ type Calibration struct {
 }
 
 // Calibrate computes the calibration from past outcomes (resolved ones,
-// and unresolved ones already past their P90: see above). Outcomes with a
-// non-finite or negative P10/P90, or a NaN wait, are ignored.
-func Calibrate(past []Outcome) Calibration {
-	scores := make([]float64, 0, len(past))
+// and unresolved ones already past their P90: see above), whatever their
+// age. Outcomes with a non-finite or negative P10/P90, or a NaN wait, are
+// ignored.
+func Calibrate(past []Outcome) Calibration { return CalibrateWithin(past, math.Inf(1)) }
+
+// CalibrateWithin calibrates on the outcomes of the estimates made within
+// horizon seconds (Outcome.Age). When those give fewer than MinOutcomes
+// scores, the most recent older ones make up the number: after a quiet
+// spell, the estimator's older misses say more about its error than the
+// futures' own range, which covers far less than 80 % (docs/simulator.md
+// "Admission estimates").
+func CalibrateWithin(past []Outcome, horizon float64) Calibration {
+	type aged struct{ age, score float64 }
+	all := make([]aged, 0, len(past))
+	recent := 0
 	for _, o := range past {
 		if s, ok := score(o); ok {
-			scores = append(scores, s)
+			all = append(all, aged{o.Age, s})
+			if o.Age <= horizon {
+				recent++
+			}
 		}
+	}
+	keep := recent
+	if keep < MinOutcomes {
+		keep = min(MinOutcomes, len(all))
+	}
+	slices.SortStableFunc(all, func(a, b aged) int { return cmp.Compare(a.age, b.age) })
+	scores := make([]float64, keep)
+	for i := range scores {
+		scores[i] = all[i].score
 	}
 	n := len(scores)
 	if n < MinOutcomes {

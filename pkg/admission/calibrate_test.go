@@ -88,3 +88,30 @@ func TestCalibrateOutcomes(t *testing.T) {
 		t.Errorf("three known misses by 2 of 12: shift %v, want 2", c.Shift)
 	}
 }
+
+// TestCalibrateWithin: ten recent outcomes decide alone; with fewer, the
+// most recent older ones make up ten.
+func TestCalibrateWithin(t *testing.T) {
+	var past []Outcome
+	for i := range 10 { // recent, inside: score < 0
+		past = append(past, Outcome{P10: 100, P90: 10000, Wait: 1000, Age: float64(60 * (i + 1))})
+	}
+	for i := range 10 { // older than a day, all far above their range
+		past = append(past, Outcome{P10: 0, P90: 100, Wait: 10000, Age: float64(25*3600 + i)})
+	}
+	day := 24 * 3600.0
+	if c := CalibrateWithin(past, day); c.Outcomes != 10 || !(c.Shift < 0) {
+		t.Errorf("ten recent: %+v, want them alone (narrowed)", c)
+	}
+	// Only four recent: six older ones join, the newest first.
+	c := CalibrateWithin(past[6:], day)
+	if c.Outcomes != 10 || !(c.Shift > 0) {
+		t.Errorf("four recent: %+v, want ten, widened by the older misses", c)
+	}
+	if c := CalibrateWithin(past[10:13], day); c.Outcomes != 0 {
+		t.Errorf("three in all: %+v, want none", c)
+	}
+	if a, b := Calibrate(past), CalibrateWithin(past, math.Inf(1)); a != b || a.Outcomes != 20 {
+		t.Errorf("Calibrate %+v, want all 20 as CalibrateWithin(+Inf) %+v", a, b)
+	}
+}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -73,12 +74,35 @@ func (t *Tracker) Observe(now time.Time, views []report.WorkloadView, est map[st
 			delete(t.tracked, k)
 		}
 	}
+	t.prune(now, seen)
+	return sc
+}
+
+// prune forgets the estimates of Workloads gone before their admission
+// and those made before the horizon, except the MinOutcomes most recent
+// admitted ones among the latter (CalibrateWithin falls back on them
+// after a quiet spell): memory stays bounded by the horizon's estimates.
+func (t *Tracker) prune(now time.Time, seen map[string]bool) {
+	var old []string
 	for k, tr := range t.tracked {
-		if !seen[k] && tr.admitted.IsZero() || now.Sub(tr.at) > t.horizon() {
+		switch {
+		case !seen[k] && tr.admitted.IsZero():
 			delete(t.tracked, k)
+		case now.Sub(tr.at) > t.horizon():
+			if tr.admitted.IsZero() {
+				delete(t.tracked, k)
+			} else {
+				old = append(old, k)
+			}
 		}
 	}
-	return sc
+	if len(old) <= MinOutcomes {
+		return
+	}
+	slices.SortFunc(old, func(a, b string) int { return t.tracked[b].at.Compare(t.tracked[a].at) }) // newest first
+	for _, k := range old[MinOutcomes:] {
+		delete(t.tracked, k)
+	}
 }
 
 func (t *Tracker) horizon() time.Duration {
@@ -89,16 +113,14 @@ func (t *Tracker) horizon() time.Duration {
 }
 
 // Calibration is the calibration from the outcomes of the estimates made
-// within the horizon before now.
+// within the horizon before now, made up from older ones when they are
+// too few (CalibrateWithin).
 func (t *Tracker) Calibration(now time.Time) Calibration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	past := make([]Outcome, 0, len(t.tracked))
 	for _, tr := range t.tracked {
-		if now.Sub(tr.at) > t.horizon() {
-			continue // Observe has not pruned it yet
-		}
-		o := Outcome{P10: tr.p10, P90: tr.p90}
+		o := Outcome{P10: tr.p10, P90: tr.p90, Age: now.Sub(tr.at).Seconds()}
 		if tr.admitted.IsZero() {
 			o.Wait, o.Waiting = now.Sub(tr.at).Seconds(), true
 		} else {
@@ -106,5 +128,5 @@ func (t *Tracker) Calibration(now time.Time) Calibration {
 		}
 		past = append(past, o)
 	}
-	return Calibrate(past)
+	return CalibrateWithin(past, t.horizon().Seconds())
 }

@@ -13,7 +13,8 @@ import (
 // later are ten known misses; a Workload whose estimate has no upper end
 // is tracked from its first bounded one; one deleted and one finished
 // while waiting are not outcomes; a Workload keeps its first estimate;
-// everything is forgotten past the horizon.
+// past the horizon only the ten most recent admitted ones are kept, the
+// calibration's fallback.
 func TestTracker(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	f := func(x float64) *float64 { return &x }
@@ -65,7 +66,29 @@ func TestTracker(t *testing.T) {
 	}
 
 	tr.Observe(t0.Add(25*time.Hour), later, nil)
-	if c := tr.Calibration(t0.Add(25 * time.Hour)); c.Outcomes != 0 {
-		t.Errorf("%d outcomes kept past the 24 h horizon", c.Outcomes)
+	if c := tr.Calibration(t0.Add(25 * time.Hour)); c.Outcomes != 10 || math.Abs(c.Shift-want) > 1e-9 || len(tr.tracked) != 10 {
+		t.Errorf("past the 24 h horizon: calibration %+v from %d kept, want the ten admitted (shift %v)", c, len(tr.tracked), want)
+	}
+	// Five more admitted a day later: still ten kept, the newest.
+	var more []report.WorkloadView
+	for i := range 5 {
+		v := view(fmt.Sprintf("n%d", i), report.Waiting)
+		more = append(more, v)
+		est[v.Key()] = &report.AdmissionEstimate{FuturesP10: f(0), FuturesP90: f(100), P10: f(0), P90: f(100)}
+	}
+	t26 := t0.Add(26 * time.Hour)
+	tr.Observe(t26, more, est)
+	for i := range more {
+		more[i].State = report.Running
+	}
+	tr.Observe(t26.Add(time.Minute), more, nil)
+	tr.Observe(t0.Add(52*time.Hour), nil, nil)
+	if len(tr.tracked) != 10 {
+		t.Errorf("%d estimates kept past the horizon, want 10", len(tr.tracked))
+	}
+	for i := range 5 {
+		if tr.tracked[fmt.Sprintf("ns/n%d", i)] == nil {
+			t.Errorf("the newer n%d was dropped before older ones", i)
+		}
 	}
 }
