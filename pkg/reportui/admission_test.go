@@ -105,9 +105,11 @@ func TestLivePageCalibratesAdmissions(t *testing.T) {
 		t.Errorf("late's line %q does not say it is calibrated", txt)
 	}
 
-	// Two days on, the estimates are past the 24 h horizon: forgotten.
+	// Two days on, the estimates are past the 24 h horizon, and nothing
+	// newer is known: the ten older ones still calibrate
+	// (admission.CalibrateWithin).
 	now = t0.Add(48 * time.Hour)
-	if a := rebuild()["late"]; a == nil || a.CalibratedOn != 0 {
-		t.Errorf("late two days on: %+v, want uncalibrated", a)
+	if a := rebuild()["late"]; a == nil || a.CalibratedOn != admission.MinOutcomes {
+		t.Errorf("late two days on: %+v, want calibrated on the ten older outcomes", a)
 	}
 }
