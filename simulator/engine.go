@@ -204,6 +204,8 @@ func newEngine(in *Input, opt Options, pol policy, policyName string) (*engine, 
 			lim := opt.History
 			lim.KeepMetrics = []string{j.Curve.Objective.Metric}
 			s.hist = progress.NewHistory(lim)
+			s.totalSteps = strconv.FormatFloat(j.TotalSteps, 'f', 0, 64)
+			e.seedHistory(s)
 		}
 		e.jobs = append(e.jobs, s)
 		e.q.push(event{t: j.Arrival, kind: evArrival, job: int32(i)})
@@ -244,6 +246,8 @@ func (j *Job) validate() error {
 	switch {
 	case !(j.Duration > 0 && j.Duration <= MaxSeconds):
 		return fmt.Errorf("job %q: duration %v must be in (0, %d] seconds", j.Name, j.Duration, MaxSeconds)
+	case !(j.Done >= 0 && j.Done < j.Duration):
+		return fmt.Errorf("job %q: done %v must be in [0, duration %v)", j.Name, j.Done, j.Duration)
 	case j.GPUs < 1 || j.GPUs > MaxGPUs:
 		return fmt.Errorf("job %q: gpus %d must be in [1, %d]", j.Name, j.GPUs, MaxGPUs)
 	case !(j.Arrival >= 0 && j.Arrival <= MaxSeconds):
@@ -467,25 +471,41 @@ func (e *engine) feedReports(j *jobState, t float64) {
 	if j.hist == nil || j.state != phaseRunning {
 		return
 	}
-	metric := j.Curve.Objective.Metric
-	total := strconv.FormatFloat(j.TotalSteps, 'f', 0, 64)
 	for ; j.nextReport <= t; j.nextReport += j.reportEvery {
-		w := math.Min(j.Duration, j.work+(j.nextReport-j.admitAt))
-		x := w / j.Duration
-		pct := math.Min(math.Floor(x*100), 99)
-		eta := math.Round(j.Duration - w)
-		st := progress.TrainerStatus{ProgressPercentage: &pct, EstimatedRemainingSeconds: &eta}
-		ms := make([]progress.MetricValue, 0, 3)
-		if v, ok := j.Curve.At(x); ok {
-			ms = append(ms, progress.MetricValue{Name: metric, Value: fmtMetric(v)})
-		}
-		ms = append(ms,
-			progress.MetricValue{Name: "current_step", Value: strconv.FormatFloat(math.Floor(x*j.TotalSteps), 'f', 0, 64)},
-			progress.MetricValue{Name: "total_steps", Value: total})
-		st.Metrics = ms
-		j.hist.Observe(j.nextReport, st)
-		e.stats.reports++
+		e.report(j, j.nextReport, math.Min(j.Duration, j.work+(j.nextReport-j.admitAt)))
 	}
+}
+
+// seedHistory gives a job that had run before the simulation (Job.Done)
+// the reports of that run, at its report interval, ending just before its
+// arrival: the history the controller held at the snapshot.
+func (e *engine) seedHistory(j *jobState) {
+	if !(j.Done > 0) {
+		return
+	}
+	start := j.Arrival - j.Done
+	for w := math.Min(j.reportEvery, j.Done); w <= j.Done; w += j.reportEvery {
+		e.report(j, start+w, w)
+	}
+}
+
+// report is the job's report at time t, having run w: progress, ETA and
+// step from w, the objective from its curve.
+func (e *engine) report(j *jobState, t, w float64) {
+	x := w / j.Duration
+	pct := math.Min(math.Floor(x*100), 99)
+	eta := math.Round(j.Duration - w)
+	st := progress.TrainerStatus{ProgressPercentage: &pct, EstimatedRemainingSeconds: &eta}
+	ms := make([]progress.MetricValue, 0, 3)
+	if v, ok := j.Curve.At(x); ok {
+		ms = append(ms, progress.MetricValue{Name: j.Curve.Objective.Metric, Value: fmtMetric(v)})
+	}
+	ms = append(ms,
+		progress.MetricValue{Name: "current_step", Value: strconv.FormatFloat(math.Floor(x*j.TotalSteps), 'f', 0, 64)},
+		progress.MetricValue{Name: "total_steps", Value: j.totalSteps})
+	st.Metrics = ms
+	j.hist.Observe(t, st)
+	e.stats.reports++
 }
 
 func fmtMetric(v float64) string {

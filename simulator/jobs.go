@@ -29,6 +29,9 @@ type Job struct {
 	// Checkpoint is the running time between two checkpoints; an evicted
 	// job loses the work since its last one. 0 takes the scenario's.
 	Checkpoint float64 `json:"checkpointInterval"`
+	// Done is the running time the job had already run before the
+	// simulation (JobSpec.RanFor with a curve): its work starts there.
+	Done float64 `json:"done,omitempty"`
 	// Curve is the job's learning curve, time-scaled to Duration.
 	Curve *Curve `json:"-"`
 	// CurveName names the curve (a history file's name or a family).
@@ -75,6 +78,8 @@ type jobState struct {
 	boost    int32 // the boost applied (kueue.x-k8s.io/priority-boost)
 	decision preempt.Decision
 	hist     *progress.History
+	// totalSteps is TotalSteps as its reports carry it.
+	totalSteps string
 	// nextReport is when the job sends its next report (running only).
 	nextReport     float64
 	reportEvery    float64
@@ -123,7 +128,7 @@ func (e endKind) String() string {
 }
 
 func newJobState(j *Job) *jobState {
-	return &jobState{Job: j, firstAdmit: math.NaN(), end: math.NaN(), lastForecast: math.NaN(), runIdx: -1}
+	return &jobState{Job: j, work: j.Done, firstAdmit: math.NaN(), end: math.NaN(), lastForecast: math.NaN(), runIdx: -1}
 }
 
 // effective is the job's effective priority (queueorder.EffectivePriority).

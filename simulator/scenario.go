@@ -110,10 +110,16 @@ type JobSpec struct {
 	// run, or reports no ETA); each seed draws it from the scenario's
 	// RunTimes, Duration standing in when there are none.
 	UnknownDuration bool `json:"unknownDuration,omitempty"`
-	// RanFor: an unknown-duration job that has already run this long
-	// draws its run time given that, and runs the rest (Duration then is
-	// what remains).
+	// RanFor: the job has already run this long. An unknown-duration
+	// job draws its run time given that, and runs the rest (Duration then
+	// is what remains); a job with a Curve starts at that point of it.
 	RanFor Seconds `json:"ranFor,omitempty"`
+	// Curve, when set, is the job's own learning curve over its whole
+	// run, RanFor plus Duration (--from-cluster: its stored history, then
+	// its forecast as the continuation). The job starts RanFor into it;
+	// under the planner policy its history holds the curve's reports up
+	// to there before its first admission, as the controller's did.
+	Curve *CurveSpec `json:"curve,omitempty"`
 	// TotalSteps defaults to 10000.
 	TotalSteps float64 `json:"totalSteps,omitempty"`
 	// CheckpointInterval overrides the scenario's for this job.
@@ -127,6 +133,48 @@ type JobSpec struct {
 	// re-deciding the job: the simulation lacks the history that decision
 	// rests on. Kueue alone and LAS ignore it.
 	Boost *int32 `json:"boost,omitempty"`
+}
+
+// CurveSpec is a learning curve written in a scenario: the objective's
+// values V at run fractions X (strictly increasing, in (0, 1]).
+type CurveSpec struct {
+	Objective progress.Objective `json:"objective"`
+	X         []float64          `json:"x"`
+	V         []float64          `json:"v"`
+}
+
+// maxCurvePoints bounds a written curve (a stored history holds at most
+// progress.DefaultLimits' points, a few hundred).
+const maxCurvePoints = 10_000
+
+// check: an objective, matching finite columns within maxCurvePoints, X
+// strictly increasing in (0, 1].
+func (c *CurveSpec) check(where string) error {
+	if err := c.Objective.Validate(); err != nil {
+		return fmt.Errorf("%s.objective: %w", where, err)
+	}
+	if len(c.X) == 0 || len(c.X) != len(c.V) || len(c.X) > maxCurvePoints {
+		return fmt.Errorf("%s: x and v need the same length, 1 to %d (have %d and %d)", where, maxCurvePoints, len(c.X), len(c.V))
+	}
+	prev := 0.0
+	for i, x := range c.X {
+		if !(x > prev && x <= 1) {
+			return fmt.Errorf("%s.x[%d] %g: run fractions must increase strictly within (0, 1]", where, i, x)
+		}
+		if v := c.V[i]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s.v[%d]: not a finite number", where, i)
+		}
+		prev = x
+	}
+	return nil
+}
+
+// curve is the simulator's curve of c (its truth from the values).
+func (c *CurveSpec) curve(name string) *Curve {
+	out := &Curve{Name: name, Objective: c.Objective, X: slices.Clone(c.X), V: slices.Clone(c.V)}
+	out.Objective.Target = nil // a simulated job runs its planned duration
+	out.finish(out.V)
+	return out
 }
 
 // TraceSource names a cluster trace.
@@ -389,8 +437,19 @@ func (j JobSpec) check(where string) error {
 	if j.UnknownDuration && j.DurationLo != 0 {
 		return fmt.Errorf("%s: unknownDuration with a durationLo/durationHi interval", where)
 	}
-	if !(j.RanFor >= 0 && j.RanFor <= MaxSeconds) || (j.RanFor > 0 && !j.UnknownDuration) {
-		return fmt.Errorf("%s.ranFor %v: 0 to %d s, and only with unknownDuration", where, j.RanFor, MaxSeconds)
+	if !(j.RanFor >= 0 && j.RanFor <= MaxSeconds) || (j.RanFor > 0 && !j.UnknownDuration && j.Curve == nil) {
+		return fmt.Errorf("%s.ranFor %v: 0 to %d s, and only with unknownDuration or a curve", where, j.RanFor, MaxSeconds)
+	}
+	if c := j.Curve; c != nil {
+		if j.UnknownDuration {
+			return fmt.Errorf("%s: a curve needs a known duration (not unknownDuration)", where)
+		}
+		if float64(j.RanFor)+float64(max(j.Duration, j.DurationHi)) > MaxSeconds {
+			return fmt.Errorf("%s: ranFor %v plus the run time left must be within %d s", where, j.RanFor, MaxSeconds)
+		}
+		if err := c.check(where + ".curve"); err != nil {
+			return err
+		}
 	}
 	if (j.DurationLo != 0 || j.DurationHi != 0) && !(j.DurationLo > 0 && j.DurationLo <= j.Duration && j.Duration <= j.DurationHi && j.DurationHi <= MaxSeconds) {
 		return fmt.Errorf("%s: durationLo %v <= duration %v <= durationHi %v <= %d s, with durationLo > 0, or neither set", where, j.DurationLo, j.Duration, j.DurationHi, MaxSeconds)
@@ -697,7 +756,7 @@ func (s *Scenario) explicitJob(js JobSpec, i int, surv orderstats.Survival) (*Jo
 	}
 	switch {
 	case js.DurationLo > 0:
-		j.Duration = drawDuration(float64(js.Duration), float64(js.DurationLo), float64(js.DurationHi), jobRNG(s.Seed, i, 3))
+		j.Duration = j.Done + drawDuration(float64(js.Duration), float64(js.DurationLo), float64(js.DurationHi), jobRNG(s.Seed, i, 3))
 	case js.UnknownDuration && !surv.Empty():
 		ran := float64(js.RanFor)
 		j.Duration = math.Min(math.Max(1, math.Round(surv.DrawAfter(ran, jobRNG(s.Seed, i, 3).Float64())-ran)), MaxSeconds)
@@ -747,6 +806,11 @@ func (js JobSpec) job(i int) (*Job, error) {
 	j := &Job{Name: js.Name, Queue: js.Queue, Arrival: float64(js.Arrival), GPUs: js.GPUs, Priority: js.Priority,
 		Duration: float64(js.Duration), TotalSteps: js.TotalSteps, Checkpoint: float64(js.CheckpointInterval)}
 	j.Curve = SimpleCurve(js.PlateauAt)
+	if js.Curve != nil {
+		j.Curve = js.Curve.curve("own history and forecast")
+		j.Done = float64(js.RanFor)
+		j.Duration += j.Done
+	}
 	j.CurveName = j.Curve.Name
 	if js.Boost != nil {
 		j.Pinned, j.LiveBoost = true, *js.Boost

@@ -99,7 +99,7 @@ func (o *simulateOptions) addFlags(cmd *cobra.Command) {
 	f.Float64Var(&o.cadenceGrowth, "cadence-growth", 0.5, "forecast interval = growth × the job's running time, within [min, max]")
 	f.IntVar(&o.reportsPerRun, "reports-per-run", 100, "a job reports about this many times over its planned run (every duration/N, between 1m and 1h)")
 	f.StringVar(&o.eventsFile, "events", "", "write the scenario's jobs and each policy's ordered admissions, preemptions and completions (JSON)")
-	f.StringVar(&o.exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list")
+	f.StringVar(&o.exportScenario, "export-scenario", "", "write the resolved jobs as a scenario YAML with an explicit job list (--from-cluster: the snapshot as read, before any seed's draws)")
 	f.StringVar(&o.progress, "progress", "auto", "progress bar on standard error: auto (only on a terminal), on or off")
 	f.BoolVar(&o.printDefault, "print-default", false, "print the built-in scenario (YAML) and exit")
 	f.BoolVar(&o.targets, "targets", false, "also evaluate the Philly experiment's targets (plateau GPU-hours, JCT, past-90% preemptions, distance to the oracle; docs/simulator.md), each met or MISSED")
@@ -154,7 +154,11 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 		return runAdmissionBacktest(cmd, in, opt, o.admission)
 	}
 	if o.exportScenario != "" {
-		if err := writeExport(o.exportScenario, sc, in); err != nil {
+		write := writeExport
+		if o.cluster.from {
+			write = writeSnapshot
+		}
+		if err := write(o.exportScenario, sc, in); err != nil {
 			return err
 		}
 	}
@@ -472,6 +476,18 @@ func writeExport(path string, sc *simulator.Scenario, in *simulator.Input) error
 		out.Jobs = append(out.Jobs, js)
 	}
 	b, err := yaml.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// writeSnapshot writes a --from-cluster scenario as it was read, before
+// any seed's draws or what-if: the jobs with their run-time intervals,
+// own curves and live boosts, the observed run times and the recent
+// arrivals, so that it re-runs offline as it runs here.
+func writeSnapshot(path string, sc *simulator.Scenario, _ *simulator.Input) error {
+	b, err := yaml.Marshal(sc)
 	if err != nil {
 		return err
 	}

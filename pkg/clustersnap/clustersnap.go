@@ -19,10 +19,18 @@
 //     run time is what its forecast's ETA leaves (the running time so far
 //     is gone from the simulation); a job without a known ETA gets the
 //     default duration, and is counted in a note.
-//   - A tracked job whose forecast says it has plateaued continues on a
-//     curve whose plateau starts at once; otherwise on one that improves
-//     to its end. The stored history itself is not replayed into the
-//     simulated job's history (its forecast restarts from new reports).
+//   - A tracked job continues its own curve (ownCurve): the objective's
+//     stored history, placed on the run by each report's step over the
+//     total, then the forecast's continuation to its predicted final
+//     value (flat when it has plateaued). The simulated job starts where
+//     the job is (JobSpec.RanFor, the time the ETA's pace says it has
+//     run), and under the planner policy its history holds the stored
+//     reports, so its first simulated forecast judges what the
+//     controller's did. A job whose history cannot be placed (no step
+//     total, fewer than three finite values) or whose forecast came from
+//     Options.Latest (no refit, so no predicted final value) continues on
+//     a simple curve instead: plateaued at once when its forecast says
+//     so, else improving to its end.
 package clustersnap
 
 import (
@@ -112,6 +120,9 @@ func Scenario(s *clusterview.Snapshot, o Options) (*simulator.Scenario, []string
 	running, pending, skipped, jobNotes := workloadJobs(s, o, viewOf, known)
 	notes = append(notes, jobNotes...)
 	noETA, noGPU, noQueue, inactive := skipped.noETA, skipped.noGPU, skipped.noQueue, skipped.inactive
+	if skipped.ownCurve > 0 {
+		notes = append(notes, fmt.Sprintf("%d jobs continue their own stored history, then their forecast", skipped.ownCurve))
+	}
 	// Kueue's queue order after priority: creation time, then name.
 	for _, l := range [][]pendingJob{running, pending} {
 		sort.SliceStable(l, func(a, b int) bool {
@@ -358,7 +369,7 @@ func etaInterval(d, lo, hi float64) (simulator.Seconds, simulator.Seconds) {
 }
 
 // skipCounts count the Workloads left out or approximated, for the notes.
-type skipCounts struct{ noETA, noGPU, noQueue, inactive int }
+type skipCounts struct{ noETA, noGPU, noQueue, inactive, ownCurve int }
 
 // workloadJobs maps the snapshot's unfinished Workloads in known queues
 // to jobs: admitted ones (running) and the others (pending), each with
@@ -384,18 +395,21 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 		js := simulator.JobSpec{Name: JobName(v), Queue: v.ClusterQueue, GPUs: v.GPUs, Priority: v.BasePriority,
 			Duration: simulator.Seconds(o.DefaultDuration)}
 		if pf := forecastFor(wl); pf != nil {
-			eta, plateaued, err := jobForecast(pf, o)
+			fut, err := jobForecast(pf, o)
 			if err != nil {
 				notes = append(notes, err.Error())
 			}
-			if eta.Known && eta.Value > 0 && eta.Value <= simulator.MaxSeconds {
+			if eta := fut.eta; eta.Known && eta.Value > 0 && eta.Value <= simulator.MaxSeconds {
 				js.Duration = durationSeconds(eta.Value)
 				js.DurationLo, js.DurationHi = etaInterval(float64(js.Duration), eta.Lo, eta.Hi)
+				if withOwnCurve(&js, fut) {
+					sk.ownCurve++
+				}
 			} else {
 				sk.noETA++
 				js.UnknownDuration, js.RanFor = true, ranFor(wl, o.Now)
 			}
-			if plateaued {
+			if fut.plateaued && js.Curve == nil {
 				js.PlateauAt = plateauedNow
 			}
 		} else {
@@ -418,20 +432,31 @@ func workloadJobs(s *clusterview.Snapshot, o Options, viewOf func(*kueue.Workloa
 	return running, pending, sk, notes
 }
 
+// jobFuture is what a tracked job's forecast says of its future.
+type jobFuture struct {
+	eta       forecast.Estimate
+	plateaued bool
+	// own is the job's curve from its stored history on (ownCurve); nil
+	// when the forecast came from Options.Latest or the history cannot be
+	// placed on the run.
+	own *ownCurve
+}
+
 // jobForecast is the ETA and plateau call of the job pf records: the
 // controller's latest forecast when Options.Latest has it (its ETA less
-// the time since), else a forecast of the stored history as of o.Now.
-func jobForecast(pf *v1alpha1.ProgressForecast, o Options) (forecast.Estimate, bool, error) {
+// the time since), else a forecast of the stored history as of o.Now,
+// with the job's own curve.
+func jobForecast(pf *v1alpha1.ProgressForecast, o Options) (jobFuture, error) {
 	if l, ok := o.Latest[types.NamespacedName{Namespace: pf.Namespace, Name: pf.Name}]; ok && l.ForecastUID == pf.UID {
 		eta := l.ETA
 		if since := o.Now.Sub(l.At).Seconds(); eta.Known && since > 0 {
 			eta.Value, eta.Lo, eta.Hi = eta.Value-since, math.Max(eta.Lo-since, 0), math.Max(eta.Hi-since, 0)
 		}
-		return eta, l.Plateaued, nil
+		return jobFuture{eta: eta, plateaued: l.Plateaued}, nil
 	}
-	fc, _, _, err := clusterview.ForecastOf(pf, o.Now)
+	fc, h, _, err := clusterview.ForecastOf(pf, o.Now)
 	if fc == nil {
-		return forecast.Estimate{}, false, err
+		return jobFuture{}, err
 	}
-	return fc.ETA, fc.Plateaued, err
+	return jobFuture{eta: fc.ETA, plateaued: fc.Plateaued, own: ownCurveOf(h, fc)}, err
 }

@@ -221,7 +221,7 @@ func priorityClassName(p int32) string {
 type virtualJob struct {
 	spec      *simulator.Job
 	every     float64 // checkpoint interval (0: none)
-	work      float64 // run time kept (at the last admission)
+	work      float64 // run time kept (at the last admission), from the run before the scenario (Job.Done)
 	admitAt   float64
 	finishAt  float64 // +Inf unless admitted
 	completed bool
@@ -251,7 +251,7 @@ func driveLockStep(ctx context.Context, t *testing.T, env *framework.Env, in *si
 		if every <= 0 {
 			every = opt.Checkpoint
 		}
-		v := &virtualJob{spec: j, every: every, finishAt: math.Inf(1)}
+		v := &virtualJob{spec: j, every: every, work: j.Done, finishAt: math.Inf(1)}
 		jobs[j.Name] = v
 		order = append(order, v)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/preempt"
+	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/simulator"
 	"github.com/progress-planner/planner/test/framework"
 )
@@ -70,7 +72,7 @@ func TestSimulateFromCluster(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	waitPF(ctx, t, c, a, plannerBound, "a stored history", func(pf *v1alpha1.ProgressForecast) bool {
+	pfA := waitPF(ctx, t, c, a, plannerBound, "a stored history", func(pf *v1alpha1.ProgressForecast) bool {
 		return pf.Status.History != nil && len(pf.Status.History.Raw) > 0
 	})
 
@@ -138,6 +140,7 @@ func TestSimulateFromCluster(t *testing.T) {
 		gotJ = append(gotJ, fmt.Sprintf("%s %s %d GPUs prio %d at %s", j.Name, j.Queue, j.GPUs, j.Priority, j.Arrival))
 		if j.Name == ns+"/job-a" {
 			durA = j.Duration
+			checkOwnCurve(t, pfA, j)
 		}
 	}
 	compareSorted(t, "jobs", gotJ, wantJ)
@@ -160,6 +163,44 @@ func TestSimulateFromCluster(t *testing.T) {
 	// namespace under their own names. The real Kueue must admit and
 	// complete them as the simulator does.
 	checkFidelity(ctx, t, env, harnessCopy(sc, "fidelity-"), "the exported scenario")
+}
+
+// checkOwnCurve: the exported job continues its stored history. Its
+// curve begins with the history's objective values, placed at their step
+// over the total, and goes on past them (the forecast's continuation);
+// it has run as long as that placement and its ETA say.
+func checkOwnCurve(t *testing.T, pf *v1alpha1.ProgressForecast, j simulator.JobSpec) {
+	t.Helper()
+	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := progress.ParseObjective(pf.Status.Objective)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, p := range h.Points() {
+		if v := h.Value(i, obj.Metric); p.Fraction() > 0 && !math.IsNaN(v) {
+			want = append(want, fmt.Sprintf("%.6f %.6g", p.Fraction(), v))
+		}
+	}
+	c := j.Curve
+	if c == nil || len(c.X) <= len(want) || len(want) < 3 {
+		t.Fatalf("%s: curve %+v for %d stored values: want them, then the continuation (job %+v)", j.Name, c, len(want), j)
+	}
+	var got []string
+	for i := range want {
+		got = append(got, fmt.Sprintf("%.6f %.6g", c.X[i], c.V[i]))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s: the curve's history part\n%s\nwant the stored values\n%s", j.Name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	at := c.X[len(want)-1]
+	if ran := float64(j.RanFor); math.Abs(ran-at*float64(j.Duration)/(1-at)) > 1 || c.X[len(c.X)-1] != 1 {
+		t.Errorf("%s: ran for %v with %v left at run fraction %v; curve ends at %v", j.Name, j.RanFor, j.Duration, at, c.X[len(c.X)-1])
+	}
+	t.Logf("%s continues its %d stored values from run fraction %.2f (ran for %v)", j.Name, len(want), at, j.RanFor)
 }
 
 // harnessCopy is sc with its ClusterQueues renamed with prefix, its jobs
