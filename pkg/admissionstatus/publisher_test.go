@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/progress-planner/planner/api/v1alpha1"
@@ -96,6 +97,13 @@ func TestPublisher(t *testing.T) {
 	if got := get("run"); got != nil {
 		t.Errorf("the running job has an admission estimate: %+v", got)
 	}
+	// The metric: the queue's one waiting job's expected wait.
+	wait := a.Expected.Sub(clk.Now()).Seconds()
+	for _, stat := range []string{"median", "max"} {
+		if v, ok := admissionWait(t, "cq", stat); !ok || v != wait {
+			t.Errorf("planner_admission_expected_wait_seconds{cluster_queue=cq,statistic=%s} = %v (present %v), want %v", stat, v, ok, wait)
+		}
+	}
 
 	// A pass that finds the same estimate writes nothing.
 	publish(0)
@@ -113,6 +121,35 @@ func TestPublisher(t *testing.T) {
 	if got := get("wait"); got != nil {
 		t.Errorf("the admitted job keeps its estimate: %+v", got)
 	}
+	if v, ok := admissionWait(t, "cq", "max"); ok {
+		t.Errorf("nothing waits in cq, yet its expected wait is %v", v)
+	}
+}
+
+// admissionWait reads planner_admission_expected_wait_seconds from the
+// registry the manager serves.
+func admissionWait(t *testing.T, queue, stat string) (float64, bool) {
+	t.Helper()
+	kueueext.RegisterMetrics()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "planner_admission_expected_wait_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster_queue"] == queue && labels["statistic"] == stat {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // publishing is the default config with estimates published every minute.

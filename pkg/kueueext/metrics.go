@@ -1,16 +1,19 @@
 package kueueext
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/progress-planner/planner/internal/stats"
 )
 
 // Prometheus collectors, registered once with controller-runtime's
 // registry (served on the manager's metrics endpoint). Labels never carry
 // job names: the cardinality is bounded by the number of reasons,
-// verdicts and outcomes.
+// verdicts, outcomes and ClusterQueues.
 var (
 	metricObservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "planner_observations_total",
@@ -79,6 +82,10 @@ var (
 		Name: "planner_admission_range_factor",
 		Help: "How far the admission ranges are stretched past the simulated futures' own: P90 + 1 min is multiplied, and P10 + 1 min divided, by this factor (1: not calibrated; below 1: narrowed).",
 	})
+	metricAdmissionWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "planner_admission_expected_wait_seconds",
+		Help: "Waiting Workloads' expected time to admission as the leader's last admission-estimate pass published it (the ProgressForecast status's expected time less the pass's), by ClusterQueue: the median and the largest (statistic) over the queue's waiting Workloads with an estimate.",
+	}, []string{"cluster_queue", "statistic"})
 	metricNudges = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "planner_nudges_total",
 		Help: "Waiting Workloads woken after the planner lowered an admitted Workload's boost.",
@@ -130,7 +137,7 @@ func RegisterMetrics() {
 			metricAdviseOnly, metricReconcileDuration, metricTrackedJobs, metricAPIAvailable,
 			metricKueueClockAhead, metricFutureTimes, metricKueueBoostGate, metricKueueInfo,
 			metricYields, metricGPUHoursYielded, metricJobsByVerdict, metricETAError,
-			metricAdmissionScored, metricAdmissionOutcomes, metricAdmissionFactor,
+			metricAdmissionScored, metricAdmissionOutcomes, metricAdmissionFactor, metricAdmissionWait,
 		)
 	})
 }
@@ -145,6 +152,20 @@ func RecordAdmissionEstimates(inside, below, above, outcomes int, factor float64
 	metricAdmissionScored.WithLabelValues("above").Add(float64(above))
 	metricAdmissionOutcomes.Set(float64(outcomes))
 	metricAdmissionFactor.Set(factor)
+}
+
+// RecordAdmissionWaits publishes a pass's expected waits (seconds) by
+// ClusterQueue: each queue's median and largest; queues not given are
+// dropped, so a queue nothing waits in leaves the metric.
+func RecordAdmissionWaits(byQueue map[string][]float64) {
+	metricAdmissionWait.Reset()
+	for q, waits := range byQueue {
+		if len(waits) == 0 {
+			continue
+		}
+		metricAdmissionWait.WithLabelValues(q, "median").Set(stats.Median(waits))
+		metricAdmissionWait.WithLabelValues(q, "max").Set(slices.Max(waits))
+	}
 }
 
 // setKueueMetrics publishes the detected Kueue capabilities.
