@@ -1,8 +1,14 @@
 package admission
 
 import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/report"
 )
 
@@ -49,3 +55,15 @@ const (
 	DefaultRunSeconds      = 3600
 	DefaultArrivalsSeconds = 24 * 3600
 )
+
+// PlannerOptions are the scenario options of the estimates the planner
+// makes by itself as of now: the defaults above, and, when latest is set,
+// the controller's latest forecasts instead of refits
+// (clustersnap.Options.Latest).
+func PlannerOptions(gpu corev1.ResourceName, now time.Time, latest func() map[types.NamespacedName]kueueext.LatestForecast) clustersnap.Options {
+	o := clustersnap.Options{GPUResource: gpu, Now: now, DefaultDuration: DefaultRunSeconds, Horizon: DefaultArrivalsSeconds}
+	if latest != nil {
+		o.Latest = latest()
+	}
+	return o
+}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/admission"
-	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/plannerconfig"
@@ -103,12 +102,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("read the cluster: %w", err)
 	}
 	now := p.Clock.Now()
-	o := clustersnap.Options{GPUResource: p.GPU, Now: now,
-		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds}
-	if p.Latest != nil {
-		o.Latest = p.Latest()
-	}
-	e, err := p.Estimator.Estimate(snap, o)
+	e, err := p.Estimator.Estimate(snap, admission.PlannerOptions(p.GPU, now, p.Latest))
 	if err != nil {
 		return 0, err
 	}

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/progress-planner/planner/pkg/admission"
-	"github.com/progress-planner/planner/pkg/clustersnap"
 	"github.com/progress-planner/planner/pkg/clusterview"
 	"github.com/progress-planner/planner/pkg/kueueext"
 	"github.com/progress-planner/planner/pkg/report"
@@ -136,12 +135,7 @@ func (s *Server) Rebuild(ctx context.Context) error {
 // admissions estimates the waiting jobs' admissions, the ranges
 // calibrated on how this server's earlier estimates turned out.
 func (s *Server) admissions(snap *clusterview.Snapshot) map[string]*report.AdmissionEstimate {
-	o := clustersnap.Options{GPUResource: s.opt.GPUResource, Now: s.opt.Now(),
-		DefaultDuration: admission.DefaultRunSeconds, Horizon: admission.DefaultArrivalsSeconds}
-	if s.opt.Latest != nil {
-		o.Latest = s.opt.Latest()
-	}
-	e, err := s.estimator.Estimate(snap, o)
+	e, err := s.estimator.Estimate(snap, admission.PlannerOptions(s.opt.GPUResource, s.opt.Now(), s.opt.Latest))
 	if err != nil {
 		// The page still shows everything else.
 		s.opt.Log.Error(err, "admission estimates")
