@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/optimize"
 )
 
 // Data is a learning curve oriented so that SMALLER IS BETTER (the
@@ -880,8 +878,9 @@ func curveBracketMin(f func(float64) float64, guess, h, lo, hi float64) (float64
 	return curveLineRefine(f, a, b, c, fa, fb, fc, curveLineSteps)
 }
 
-// nelderMead refines the grid optimum with gonum's Nelder-Mead, starting
-// from the grid simplex, and returns the best search point.
+// nelderMead refines the grid optimum with gonum's Nelder-Mead (as
+// runNelderMead runs it, without Minimize's goroutines), starting from the
+// grid simplex, and returns the best search point.
 func (ws *curveWork) nelderMead(sh *shapeSearch) []float64 {
 	dim := len(sh.shape.dims)
 	verts := make([][]float64, dim+1)
@@ -900,19 +899,14 @@ func (ws *curveWork) nelderMead(sh *shapeSearch) []float64 {
 	if dim == 2 {
 		budget = curveNMBudget2D
 	}
-	problem := optimize.Problem{Func: func(t []float64) float64 { return ws.eval(sh, t) }}
-	settings := &optimize.Settings{
-		InitValues:      &optimize.Location{F: vals[bestK]},
-		FuncEvaluations: budget,
-		Converger:       &optimize.FunctionConverge{Absolute: 1e-15, Relative: 1e-6, Iterations: curveNMPatience},
-	}
-	method := &optimize.NelderMead{InitialVertices: verts, InitialValues: vals}
-	res, err := optimize.Minimize(problem, verts[bestK], settings, method)
-	if err != nil || res == nil || !(res.F <= vals[bestK]) {
+	x, fx, ok := runNelderMead(nmProblem{f: func(t []float64) float64 { return ws.eval(sh, t) },
+		verts: verts, vals: vals, x0: verts[bestK], f0: vals[bestK],
+		budget: budget, absolute: 1e-15, relative: 1e-6, patience: curveNMPatience})
+	if !ok || !(fx <= vals[bestK]) {
 		// Keep the grid simplex's best point: it is a valid (if coarse) fit.
 		return slices.Clone(verts[bestK])
 	}
-	return res.X
+	return x
 }
 
 // fitShape fits one shape at the common robust scale.
