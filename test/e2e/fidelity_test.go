@@ -90,7 +90,7 @@ func TestFidelity(t *testing.T) {
 // checkFidelity runs sc (named what) through the simulator (policy kueue)
 // and in lock-step on env's cluster, in fidelityNamespace, and fails t
 // where the admissions, preemptions and completions differ.
-func checkFidelity(ctx context.Context, t *testing.T, env *framework.Env, sc *simulator.Scenario, what string) {
+func checkFidelity(ctx context.Context, t *testing.T, env *framework.Env, sc *simulator.Scenario, what string) []fidelityEvent {
 	t.Helper()
 	begin := time.Now()
 	in, opt, want := simulateFidelity(t, sc, what)
@@ -112,6 +112,7 @@ func checkFidelity(ctx context.Context, t *testing.T, env *framework.Env, sc *si
 	}
 	t.Logf("fidelity of %s: %d jobs, %d admissions/preemptions/completions at %d instants match the simulator (%v)",
 		what, len(in.Jobs), len(got), len(groupByInstant(got)), time.Since(begin).Round(time.Second))
+	return got
 }
 
 // simulateFidelity runs the scenario through the simulator as `planner

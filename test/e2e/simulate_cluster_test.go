@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -26,33 +27,38 @@ import (
 )
 
 // TestSimulateFromCluster: two ClusterQueues with their LocalQueues, two
-// admitted and two pending TrainJobs (one replaying a history, so the
-// planner stores a forecast for it); `planner simulate --from-cluster
-// --export-scenario` (the built binary, through a kubeconfig) captures
-// them, the exported scenario is compared with the objects read back from
-// the API server, and then run through the fidelity harness on the same
-// control plane (the real Kueue admits as the simulator does).
+// admitted TrainJobs (one replaying a history, so the planner stores a
+// forecast for it, at a low priority) and a pending one; `planner
+// simulate --from-cluster --arrivals TRACE --export-scenario` (the built
+// binary, through a kubeconfig) captures them with a trace job arriving
+// in the low-priority job's queue, the exported scenario is compared with
+// the objects read back from the API server, and then run through the
+// fidelity harness on the same control plane: the real Kueue admits,
+// preempts (the arrival evicts the low-priority job) and completes as the
+// simulator does.
 func TestSimulateFromCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bin := plannerBinary(t)
 	env := plannerEnv(t)
 	kc := writeKubeconfig(t, env.Config)
-	if _, err := env.CreateWorkloadPriorityClass(ctx, "sim-high", 500); err != nil {
-		t.Fatal(err)
+	for name, v := range map[string]int32{"sim-high": 500, "sim-low": -10} {
+		if _, err := env.CreateWorkloadPriorityClass(ctx, name, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := testConfig()
 	cfg.Policy.Mode = preempt.ModeAdvise // boosts stay 0: the admitted set does not move under the test
 	c := startPlanner(ctx, t, env, cfg)
 	const ns = "sim-snap"
 
-	a, _ := runningJob(ctx, t, env, ns, "q-a", "job-a", "") // q-a: 8 GPUs, job-a takes them
+	a, _ := runningJob(ctx, t, env, ns, "q-a", "job-a", "sim-low") // q-a: 8 GPUs, job-a takes them
 	if _, _, err := env.CreateGPUQueue(ctx, ns, "q-b", 4); err != nil {
 		t.Fatal(err)
 	}
-	wantGPUs := map[string]int{"job-a": 8, "job-b": 4, "job-c": 2, "job-d": 4}
+	wantGPUs := map[string]int{"job-a": 8, "job-b": 4, "job-c": 2}
 	tjs := map[string]*kftrainer.TrainJob{"job-a": a}
-	for _, j := range []struct{ name, queue, prio string }{{"job-b", "q-b", "sim-high"}, {"job-c", "q-b", ""}, {"job-d", "q-a", ""}} {
+	for _, j := range []struct{ name, queue, prio string }{{"job-b", "q-b", "sim-high"}, {"job-c", "q-b", ""}} {
 		tj, err := env.CreateTrainJob(ctx, ns, j.name, j.queue, wantGPUs[j.name], j.prio)
 		if err != nil {
 			t.Fatal(err)
@@ -76,9 +82,15 @@ func TestSimulateFromCluster(t *testing.T) {
 		return pf.Status.History != nil && len(pf.Status.History.Raw) > 0
 	})
 
-	out := filepath.Join(t.TempDir(), "snapshot.yaml")
+	// One trace job, 4 GPUs at priority 0 in q-a for 20 s: it arrives
+	// at 1 s and preempts job-a (priority -10, LowerPriority preemption).
+	dir := t.TempDir()
+	out, trace := filepath.Join(dir, "snapshot.yaml"), filepath.Join(dir, "arrivals.csv")
+	if err := os.WriteFile(trace, []byte("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,20.0,4,80.0,q-a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	log := runCLI(ctx, t, bin, "simulate", "--from-cluster", "--kubeconfig", kc, "-n", ns, "--export-scenario", out,
-		"--policies", "kueue", "--horizon", "0", "--progress", "off")
+		"--arrivals", trace, "--trace-format", "philly", "--policies", "kueue", "--horizon", "0", "--progress", "off")
 	t.Logf("planner simulate --from-cluster:\n%s", log)
 	sc, err := simulator.LoadScenario(out)
 	if err != nil {
@@ -136,14 +148,21 @@ func TestSimulateFromCluster(t *testing.T) {
 		wantJ = append(wantJ, fmt.Sprintf("%s/%s %s %d GPUs prio %d at %s", ns, name, lq.Spec.ClusterQueue, wantGPUs[name], prio, at))
 	}
 	var durA simulator.Seconds
+	var arrivals []string
 	for _, j := range sc.Jobs {
-		gotJ = append(gotJ, fmt.Sprintf("%s %s %d GPUs prio %d at %s", j.Name, j.Queue, j.GPUs, j.Priority, j.Arrival))
+		line := fmt.Sprintf("%s %s %d GPUs prio %d at %s", j.Name, j.Queue, j.GPUs, j.Priority, j.Arrival)
+		if strings.HasPrefix(j.Name, "arrival/") {
+			arrivals = append(arrivals, line+" for "+j.Duration.String())
+			continue
+		}
+		gotJ = append(gotJ, line)
 		if j.Name == ns+"/job-a" {
 			durA = j.Duration
 			checkOwnCurve(t, pfA, j)
 		}
 	}
 	compareSorted(t, "jobs", gotJ, wantJ)
+	compareSorted(t, "arrivals", arrivals, []string{"arrival/2/philly-1 q-a 4 GPUs prio 0 at 1s for 20s"})
 	if !strings.Contains(strings.Join(wantJ, "\n"), "prio 500 at 0s") || !strings.Contains(strings.Join(wantJ, "\n"), "at 1s") {
 		t.Errorf("the cluster did not reach the mix of admitted and pending jobs the test needs: %q", wantJ)
 	}
@@ -162,7 +181,10 @@ func TestSimulateFromCluster(t *testing.T) {
 	// (the originals hold this test's jobs), its jobs in the harness's
 	// namespace under their own names. The real Kueue must admit and
 	// complete them as the simulator does.
-	checkFidelity(ctx, t, env, harnessCopy(sc, "fidelity-"), "the exported scenario")
+	got := checkFidelity(ctx, t, env, harnessCopy(sc, "fidelity-"), "the exported scenario")
+	if !slices.ContainsFunc(got, func(e fidelityEvent) bool { return e.Type == "preempt" && e.Job == "job-a" && e.By == "philly-1" }) {
+		t.Errorf("the real Kueue did not preempt job-a for the arrival: %v", got)
+	}
 }
 
 // checkOwnCurve: the exported job continues its stored history. Its
@@ -196,9 +218,12 @@ func checkOwnCurve(t *testing.T, pf *v1alpha1.ProgressForecast, j simulator.JobS
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("%s: the curve's history part\n%s\nwant the stored values\n%s", j.Name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	at := c.X[len(want)-1]
-	if ran := float64(j.RanFor); math.Abs(ran-at*float64(j.Duration)/(1-at)) > 1 || c.X[len(c.X)-1] != 1 {
-		t.Errorf("%s: ran for %v with %v left at run fraction %v; curve ends at %v", j.Name, j.RanFor, j.Duration, at, c.X[len(c.X)-1])
+	// Where the job is: its last report's step over the total (its last
+	// objective value may be older: the value moves at evaluations).
+	pts := h.Points()
+	at := pts[len(pts)-1].Fraction()
+	if ran := float64(j.RanFor); math.Abs(ran-at*float64(j.Duration)/(1-at)) > 1 || !(c.X[len(want)] > at) || c.X[len(c.X)-1] != 1 {
+		t.Errorf("%s: ran for %v with %v left at run fraction %v; continuation from %v to %v", j.Name, j.RanFor, j.Duration, at, c.X[len(want)], c.X[len(c.X)-1])
 	}
 	t.Logf("%s continues its %d stored values from run fraction %.2f (ran for %v)", j.Name, len(want), at, j.RanFor)
 }
