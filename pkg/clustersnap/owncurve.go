@@ -30,6 +30,12 @@ const (
 	continuationShape  = 3.0
 )
 
+// maxHistoryPoints bounds the stored history's part of a curve: a bound
+// on the exported scenario's size (a ConfigMap for --as-job holds 1 MiB),
+// not a tuned constant; the forecaster bins a curve to 64 points too
+// (curve.DefaultSettings().MaxFitPoints).
+const maxHistoryPoints = 64
+
 // ownCurveOf places the history's finite objective values on the run by
 // each report's step over its total (the planner's own progress measure),
 // and continues them with fc. It returns nil when the job has no step
@@ -61,6 +67,7 @@ func ownCurveOf(h *progress.History, fc *forecast.Forecast) *ownCurve {
 	if len(*x) < 3 {
 		return nil
 	}
+	*x, *v = thinEvenly(*x, maxHistoryPoints), thinEvenly(*v, maxHistoryPoints)
 	best, final := *fc.Best, *fc.Best
 	if pf := fc.PredictedFinal; !fc.Plateaued && pf.Known && fc.Objective.Sign()*(pf.Value-best) < 0 {
 		final = pf.Value
@@ -92,4 +99,18 @@ func withOwnCurve(js *simulator.JobSpec, fut jobFuture) bool {
 		js.TotalSteps = c.totalSteps
 	}
 	return true
+}
+
+// thinEvenly keeps at most m of v's values, evenly spaced by index, the
+// first and the last among them.
+func thinEvenly(v []float64, m int) []float64 {
+	n := len(v)
+	if n <= m {
+		return v
+	}
+	out := make([]float64, m)
+	for i := range m {
+		out[i] = v[int(math.Round(float64(i)*float64(n-1)/float64(m-1)))]
+	}
+	return out
 }

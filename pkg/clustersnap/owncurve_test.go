@@ -14,6 +14,7 @@ import (
 
 	"github.com/progress-planner/planner/api/v1alpha1"
 	"github.com/progress-planner/planner/pkg/clusterview"
+	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/progress"
 	"github.com/progress-planner/planner/simulator"
 )
@@ -124,5 +125,25 @@ func TestScenarioContinuesStoredHistory(t *testing.T) {
 	}
 	if o := r.Jobs[0]; o.Outcome != "completed" || math.Abs(o.End-(in.Jobs[0].Duration-in.Jobs[0].Done)) > 1 {
 		t.Errorf("simulated job: %s at %v, want completed after its %v left", o.Outcome, o.End, in.Jobs[0].Duration-in.Jobs[0].Done)
+	}
+}
+
+// A long history is thinned evenly to maxHistoryPoints, its first and
+// last values kept, so an exported scenario stays small.
+func TestOwnCurveThinsLongHistories(t *testing.T) {
+	h := progress.NewHistory(progress.DefaultLimits())
+	for i := 1; i <= 300; i++ {
+		h.Observe(float64(60*i), progress.TrainerStatus{Metrics: []progress.MetricValue{
+			{Name: "loss", Value: fmt.Sprintf("%.5g", lossAt(10*i))}, {Name: "current_step", Value: fmt.Sprint(10 * i)},
+			{Name: "total_steps", Value: "10000"}}})
+	}
+	fc := forecast.Fit(h, progress.Objective{Metric: "loss", Direction: progress.Minimize}, 18000, forecast.DefaultSettings())
+	c := ownCurveOf(h, &fc)
+	if c == nil {
+		t.Fatal("no curve")
+	}
+	hist := len(c.spec.X) - continuationPoints
+	if hist != maxHistoryPoints || c.spec.X[0] != 0.001 || c.spec.X[hist-1] != 0.3 {
+		t.Errorf("%d history points from x %v to %v, want %d from 0.001 to 0.3", hist, c.spec.X[0], c.spec.X[hist-1], maxHistoryPoints)
 	}
 }
