@@ -130,8 +130,9 @@ type JobSpec struct {
 	// Boost, when set, is the priority boost the live planner had applied
 	// at the snapshot (--from-cluster: a yield or a near-done protection).
 	// The planner and oracle policies keep it for the whole run instead of
-	// re-deciding the job: the simulation lacks the history that decision
-	// rests on. Kueue alone and LAS ignore it.
+	// re-deciding the job: the simulation lacks the decision state (dwell,
+	// hysteresis, grace) it rests on, even where it has the job's history
+	// (Curve). Kueue alone and LAS ignore it.
 	Boost *int32 `json:"boost,omitempty"`
 }
 
