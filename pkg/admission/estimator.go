@@ -23,10 +23,12 @@ type Estimator struct {
 }
 
 // Estimated is one pass of an Estimator: the estimates (keyed as
-// ForWaiting keys them), the earlier estimates this pass saw admitted,
-// and the calibration the new ranges carry.
+// ForWaiting keys them), the waiting Workloads' ClusterQueues (keyed the
+// same way), the earlier estimates this pass saw admitted, and the
+// calibration the new ranges carry.
 type Estimated struct {
 	Estimates   map[string]*report.AdmissionEstimate
+	Queues      map[string]string
 	Scored      Scored
 	Calibration Calibration
 }
@@ -42,10 +44,16 @@ func (e *Estimator) Estimate(snap *clusterview.Snapshot, o clustersnap.Options) 
 	}
 	viewOf := snap.ViewOf(o.GPUResource)
 	views := make([]report.WorkloadView, len(snap.Workloads))
+	queues := map[string]string{}
 	for i := range snap.Workloads {
 		views[i] = viewOf(&snap.Workloads[i])
+		if views[i].State == report.Waiting {
+			for _, k := range EstimateKeys(views[i]) {
+				queues[k] = views[i].ClusterQueue
+			}
+		}
 	}
-	return Estimated{Estimates: est, Scored: e.Tracker.Observe(o.Now, views, est), Calibration: set.Calibration}, nil
+	return Estimated{Estimates: est, Queues: queues, Scored: e.Tracker.Observe(o.Now, views, est), Calibration: set.Calibration}, nil
 }
 
 // The cluster defaults of the estimates the planner makes by itself (the

@@ -41,10 +41,7 @@ func ForWaiting(snap *clusterview.Snapshot, o clustersnap.Options, s Settings) (
 	keys := map[string][]string{} // simulated name → the keys it answers
 	for _, v := range waiting {
 		name := clustersnap.JobName(v)
-		k := []string{v.Key()}
-		if v.Job != "" {
-			k = append(k, v.Namespace+"/"+v.Job)
-		}
+		k := EstimateKeys(v)
 		if !inScenario[name] {
 			for _, key := range k {
 				out[key] = &report.AdmissionEstimate{Note: "no estimate: the Workload is not in the simulated cluster (no " + string(o.GPUResource) + " request, or its ClusterQueue has no " + string(o.GPUResource) + " quota)"}
@@ -97,4 +94,13 @@ func reportEstimate(e Estimate, policy string, c Calibration) *report.AdmissionE
 		return cmp.Or(cmp.Compare(y.Runs, x.Runs), cmp.Compare(x.Cause, y.Cause))
 	})
 	return a
+}
+
+// EstimateKeys are the keys a Workload's estimate is found under:
+// NAMESPACE/NAME of the Workload and, when a job owns it, of the job.
+func EstimateKeys(v report.WorkloadView) []string {
+	if v.Job != "" {
+		return []string{v.Key(), v.Namespace + "/" + v.Job}
+	}
+	return []string{v.Key()}
 }

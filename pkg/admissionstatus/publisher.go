@@ -109,14 +109,14 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	kueueext.RecordAdmissionEstimates(e.Scored.Inside, e.Scored.Below, e.Scored.Above, e.Calibration.Outcomes, math.Exp(e.Calibration.Shift))
 	patched := 0
 	var errs []error // one refused patch does not hold back the others
-	queueOf := pfQueues(snap, p.GPU)
 	waits := map[string][]float64{}
 	for i := range snap.Forecasts {
 		pf := &snap.Forecasts[i]
 		// ForWaiting keys each estimate by its job too: a ProgressForecast
 		// is named like its job.
-		want := admissionStatus(e.Estimates[pf.Namespace+"/"+pf.Name], e.Calibration, now)
-		if q := queueOf[types.NamespacedName{Namespace: pf.Namespace, Name: pf.Name}]; want != nil && want.Expected != nil && q != "" {
+		key := pf.Namespace + "/" + pf.Name
+		want := admissionStatus(e.Estimates[key], e.Calibration, now)
+		if q := e.Queues[key]; want != nil && want.Expected != nil && q != "" {
 			waits[q] = append(waits[q], math.Max(0, want.Expected.Sub(now).Seconds()))
 		}
 		if !admissionMoved(pf.Status.AdmissionEstimate, want, now) {
@@ -131,19 +131,6 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	kueueext.RecordAdmissionWaits(waits)
 	p.Log.V(1).Info("admission estimates published", "patched", patched, "calibratedOn", e.Calibration.Outcomes)
 	return patched, errors.Join(errs...)
-}
-
-// pfQueues maps each ProgressForecast of a Workload to the Workload's
-// ClusterQueue (its admission's, else its LocalQueue's).
-func pfQueues(snap *clusterview.Snapshot, gpu corev1.ResourceName) map[types.NamespacedName]string {
-	forecastFor, viewOf := snap.ForecastIndex(), snap.ViewOf(gpu)
-	out := map[types.NamespacedName]string{}
-	for i := range snap.Workloads {
-		if pf := forecastFor(&snap.Workloads[i]); pf != nil {
-			out[types.NamespacedName{Namespace: pf.Namespace, Name: pf.Name}] = viewOf(&snap.Workloads[i]).ClusterQueue
-		}
-	}
-	return out
 }
 
 // patch replaces the status's admissionEstimate alone: a merge patch
