@@ -49,9 +49,7 @@ func ownCurveOf(h *progress.History, fc *forecast.Forecast) *ownCurve {
 	if !(at > 0 && at < 1) {
 		return nil
 	}
-	c := &ownCurve{at: at, totalSteps: *fc.TotalSteps, spec: simulator.CurveSpec{Objective: fc.Objective}}
-	c.spec.Objective.Target = nil
-	x, v := &c.spec.X, &c.spec.V
+	var x, v []float64
 	for i, p := range h.Points() {
 		f, val := p.Fraction(), h.Value(i, fc.Objective.Metric)
 		if !(f > 0 && f <= at) || math.IsNaN(val) || math.IsInf(val, 0) {
@@ -59,15 +57,15 @@ func ownCurveOf(h *progress.History, fc *forecast.Forecast) *ownCurve {
 		}
 		// A restart from a checkpoint runs the same steps again: its
 		// values replace the ones from there on.
-		for len(*x) > 0 && (*x)[len(*x)-1] >= f {
-			*x, *v = (*x)[:len(*x)-1], (*v)[:len(*v)-1]
+		for len(x) > 0 && x[len(x)-1] >= f {
+			x, v = x[:len(x)-1], v[:len(v)-1]
 		}
-		*x, *v = append(*x, f), append(*v, val)
+		x, v = append(x, f), append(v, val)
 	}
-	if len(*x) < 3 {
+	if len(x) < 3 {
 		return nil
 	}
-	*x, *v = thinEvenly(*x, maxHistoryPoints), thinEvenly(*v, maxHistoryPoints)
+	x, v = thinEvenly(x, maxHistoryPoints), thinEvenly(v, maxHistoryPoints)
 	best, final := *fc.Best, *fc.Best
 	if pf := fc.PredictedFinal; !fc.Plateaued && pf.Known && fc.Objective.Sign()*(pf.Value-best) < 0 {
 		final = pf.Value
@@ -75,10 +73,12 @@ func ownCurveOf(h *progress.History, fc *forecast.Forecast) *ownCurve {
 	norm := 1 - math.Exp(-continuationShape)
 	for k := 1; k <= continuationPoints; k++ {
 		u := float64(k) / continuationPoints
-		*x = append(*x, at+(1-at)*u)
-		*v = append(*v, best+(final-best)*(1-math.Exp(-continuationShape*u))/norm)
+		x = append(x, at+(1-at)*u)
+		v = append(v, best+(final-best)*(1-math.Exp(-continuationShape*u))/norm)
 	}
-	return c
+	// The objective's target, if any, stays: the simulator runs a curve's
+	// job for its planned duration whatever its target (CurveSpec.curve).
+	return &ownCurve{at: at, totalSteps: *fc.TotalSteps, spec: simulator.CurveSpec{Objective: fc.Objective, X: x, V: v}}
 }
 
 // withOwnCurve gives js (its run time left set) the job's own curve, when
