@@ -154,18 +154,22 @@ func (s *nmState) step() bool {
 	return !s.major()
 }
 
-// move sets x to the centroid plus scale times (centroid − worst), in
-// gonum's order of operations (floats.SubTo, Scale, Add).
+// move sets x to the centroid plus scale times (centroid − worst).
 func (s *nmState) move(x []float64, scale float64) {
-	w := s.vertices[s.dim]
+	affine(x, s.centroid, s.vertices[s.dim], scale, s.centroid)
+}
+
+// affine sets x to scale·(a − b) + base in gonum's NelderMead order of
+// operations (floats.SubTo, Scale, Add), so that the rounding is the same.
+func affine(x, a, b []float64, scale float64, base []float64) {
 	for i := range x {
-		x[i] = s.centroid[i] - w[i]
+		x[i] = a[i] - b[i]
 	}
 	for i := range x {
 		x[i] *= scale
 	}
 	for i := range x {
-		x[i] += s.centroid[i]
+		x[i] += base[i]
 	}
 }
 
@@ -173,16 +177,8 @@ func (s *nmState) move(x []float64, scale float64) {
 // budget runs out on the way.
 func (s *nmState) shrink() bool {
 	for k := 1; k <= s.dim; k++ {
-		x, v0 := s.trial, s.vertices[0]
-		for i := range x {
-			x[i] = s.vertices[k][i] - v0[i]
-		}
-		for i := range x {
-			x[i] *= s.shrk
-		}
-		for i := range x {
-			x[i] += v0[i]
-		}
+		x := s.trial
+		affine(x, s.vertices[k], s.vertices[0], s.shrk, s.vertices[0])
 		f, more := s.eval(x)
 		if !more {
 			return false
