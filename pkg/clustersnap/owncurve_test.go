@@ -147,3 +147,27 @@ func TestOwnCurveThinsLongHistories(t *testing.T) {
 		t.Errorf("%d history points from x %v to %v, want %d from 0.001 to 0.3", hist, c.spec.X[0], c.spec.X[hist-1], maxHistoryPoints)
 	}
 }
+
+// A run so far past the simulator's ten-year bound (a forged or absurd
+// progress next to a long ETA) keeps the simple curve; a step total past
+// 1e12 is not carried over.
+func TestWithOwnCurveBounds(t *testing.T) {
+	spec := simulator.CurveSpec{Objective: progress.Objective{Metric: "loss", Direction: progress.Minimize}, X: []float64{0.1, 0.5, 1}, V: []float64{3, 2, 1}}
+	for _, c := range []struct {
+		at, total float64
+		duration  simulator.Seconds
+		ok        bool
+		steps     float64
+	}{
+		{0.5, 1e4, 3600, true, 1e4},
+		{0.5, 1e300, 3600, true, 0},
+		{1 - 1e-12, 1e4, 3600, false, 0},
+		{0.5, 1e4, simulator.MaxSeconds, false, 0},
+	} {
+		js := simulator.JobSpec{Duration: c.duration}
+		ok := withOwnCurve(&js, jobFuture{own: &ownCurve{spec: spec, at: c.at, totalSteps: c.total}})
+		if ok != c.ok || js.TotalSteps != c.steps || (js.Curve != nil) != c.ok {
+			t.Errorf("at %v, total %v, duration %v: ok %v, job %+v", c.at, c.total, c.duration, ok, js)
+		}
+	}
+}
