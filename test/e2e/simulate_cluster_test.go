@@ -74,12 +74,27 @@ func TestSimulateFromCluster(t *testing.T) {
 			}
 		}
 	}
-	done := replay(ctx, t, c, a, prefix(history(t, "synth__inverse-power").Reports, 0.5))
+	sent := prefix(history(t, "synth__inverse-power").Reports, 0.5)
+	done := replay(ctx, t, c, a, sent)
 	if err := <-done; err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	pfA := waitPF(ctx, t, c, a, plannerBound, "a stored history", func(pf *v1alpha1.ProgressForecast) bool {
-		return pf.Status.History != nil && len(pf.Status.History.Raw) > 0
+	// The planner stores histories asynchronously: wait until the stored
+	// one ends at the last report sent, so the snapshot below reads the
+	// same history this test compares it with.
+	last, _, ok := progress.Parse(0, sent[len(sent)-1].TrainerStatus)
+	if !ok {
+		t.Fatal("the last replayed report does not parse")
+	}
+	pfA := waitPF(ctx, t, c, a, plannerBound, "the whole replayed history stored", func(pf *v1alpha1.ProgressForecast) bool {
+		if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
+			return false
+		}
+		h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
+		if err != nil || h.Len() == 0 {
+			return false
+		}
+		return h.Points()[h.Len()-1].Fraction() == last.Fraction()
 	})
 
 	// One trace job, 4 GPUs at priority 0 in q-a for 20 s: it arrives
