@@ -30,7 +30,15 @@ FUZZTIME ?= 30s
 # let FuzzParseConfig spend its whole FUZZTIME minimizing one input).
 FUZZMINIMIZE ?= 2s
 
-.PHONY: all build test unit vet fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+# Every Go build these targets run uses the release builds' flags (static,
+# -trimpath: the images' binaries, the control-plane testbins), so vet, the
+# unit and e2e test builds and `make image` share one compile of each
+# package: on a cold machine `make test` compiles the product's world once,
+# not once for the tests and again for the image (docs/testing.md).
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
+.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-build e2e-main-a e2e-main-b fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -75,16 +83,26 @@ image: ## The planner's image for this machine's architecture, offline: bin/imag
 images: ## Both images (planner, planner-scheduler) for linux/amd64 and linux/arm64, offline (OCI archives with an index).
 	$(MAKE) image-planner image-scheduler ARCHS="amd64 arm64"
 
-test: vet fmt-check unit e2e ## The full test suite (README's test command; .ci/run calls it).
+test: fmt-check vet-main unit-main e2e ## The full test suite (README's test command; .ci/run calls it). The nested modules' vet and unit tests and the old pair's compile run inside e2e (nested-build), beside the e2e lanes.
 
-unit: ## Unit tests: fast, no binaries, no shared data (the product, then the scheduler plugin's nested module).
+unit: unit-main unit-scheduler ## Unit tests: fast, no binaries, no shared data (the product, then the scheduler plugin's nested module).
+
+unit-main:
 	$(GO) test -count=1 ./...
+
+unit-scheduler:
 	cd scheduler && $(GO) test -count=1 ./...
 
-vet:
+vet: vet-main vet-scheduler vet-release ## go vet of every module, and the function-length check.
+
+vet-main:
 	$(GO) vet ./...
 	$(GO) run ./hack/funclen -limit 120 -strict . > /dev/null || { $(GO) run ./hack/funclen -limit 120 .; exit 1; }  # a function past 120 lines needs a `// long:` reason
+
+vet-scheduler:
 	cd scheduler && $(GO) vet ./... && $(GO) vet -tags e2e ./...
+
+vet-release:
 	cd release && $(GO) vet ./...
 
 PROBES ?= 500
@@ -106,34 +124,50 @@ chromium: ## Install headless Chromium (Debian package) for the e2e browser test
 E2E_LANE_A ?= ^Test(Fault|Fidelity|Explain|Simulate|Sweep|Chart|SecureMetrics|Kubectl|ReportLayout|LivePage)
 E2E_BIN    := $(CURDIR)/$(BIN)/e2e.test
 
-e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once: the default pair's test/e2e split between them, then the release module and the scheduler plugin's e2e in one, the old pair (e2e-compat) in the other.
+e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once beside nested-build: the default pair's test/e2e split between the lanes, then the release module and the scheduler plugin's e2e in one, the live forecast test and the old pair (e2e-compat) in the other.
 	$(GO) vet -tags e2e ./test/... ./cmd/...
 	$(GO) test -c -tags e2e -o $(E2E_BIN) ./test/e2e
-	$(MAKE) -j2 --output-sync=line e2e-lane-a e2e-lane-b
+	$(MAKE) -j3 --output-sync=line e2e-lane-a e2e-lane-b
 
-e2e-lane-a:
-	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.run='$(E2E_LANE_A)'
+e2e-lane-a: e2e-main-a nested-build
 	cd release && $(GO) test -count=1 -timeout 30m ./...
 	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
 
-e2e-lane-b:
+e2e-lane-b: e2e-main-b nested-build
+	$(MAKE) e2e-compat
+
+e2e-main-a:
+	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.run='$(E2E_LANE_A)'
+
+e2e-main-b:
 	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.skip='$(E2E_LANE_A)'
 	$(GO) test -tags e2e -count=1 -timeout 20m ./cmd/...
-	$(MAKE) e2e-compat
+
+# The compiles the lanes' later suites need (the scheduler plugin's and
+# release modules' vet, the scheduler's unit tests, the old pair's vet),
+# one after another (the old pair reuses the scheduler module's packages:
+# docs/testing.md), at the lowest CPU priority: the e2e lanes spend most
+# of their time waiting on their control planes, and this fills that time
+# without taking the CPU from them when they need it.
+nested-build:
+	nice -n 19 $(MAKE) -j1 vet-scheduler unit-scheduler vet-release vet-compat
 
 # The old pair (docs/compatibility.md): Kueue v0.17.0 + Trainer v2.2.0, on
 # the default pair's control plane (kube-apiserver v1.36.3 / etcd v3.6.8:
 # one build on a cold machine). Same packages, built with the build
 # list of test/compat/kueue-v017.mod (GOFLAGS reaches the tests' own `go list
 # -m` too) and the build tag that selects the framework's Kueue v0.17 wiring.
-COMPAT_GOFLAGS := -modfile=$(CURDIR)/test/compat/kueue-v017.mod
+COMPAT_GOFLAGS := $(GOFLAGS) -modfile=$(CURDIR)/test/compat/kueue-v017.mod
 COMPAT_TAGS    := e2e,kueue_v017
 COMPAT_RUN     ?= ^(TestControlPlaneYield|TestLoweredBoostNeedsNudge|TestPlannerPlateauedJobYields|TestPlannerNearDoneJobProtected|TestPlannerRestart|TestPlannerPriorityBoostOff|TestPlannerDetectsKueue|TestBatchJobYieldsThroughEndpoint|TestJobSetYieldsThroughEndpoint)$$
 
 e2e-compat: ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, on the Kubernetes v1.36.3 control plane): yield, near-done protection, restart, wake-up, PriorityBoost off, a Job and a JobSet yielding through the progress endpoint.
 	bash hack/build-testbins.sh
-	GOFLAGS=$(COMPAT_GOFLAGS) $(GO) vet -tags $(COMPAT_TAGS) ./pkg/... ./test/...
-	GOFLAGS=$(COMPAT_GOFLAGS) $(GO) test -tags $(COMPAT_TAGS) -count=1 -timeout 20m -run '$(COMPAT_RUN)' ./test/e2e/
+	$(MAKE) vet-compat
+	GOFLAGS="$(COMPAT_GOFLAGS)" $(GO) test -tags $(COMPAT_TAGS) -count=1 -timeout 20m -run '$(COMPAT_RUN)' ./test/e2e/
+
+vet-compat:
+	GOFLAGS="$(COMPAT_GOFLAGS)" $(GO) vet -tags $(COMPAT_TAGS) ./pkg/... ./test/...
 
 screenshots: testbins chromium ## Regenerate docs/img/report.png and docs/img/live.png: the browser layout tests' screenshots at 1280 px (docs/report.md).
 	PLANNER_SCREENSHOT_DIR=$(CURDIR)/docs/img $(GO) test -tags e2e -count=1 -run 'TestReportLayoutInBrowser|TestLivePageInBrowser' ./test/e2e
