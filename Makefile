@@ -36,7 +36,7 @@ FUZZMINIMIZE ?= 2s
 # package: on a cold machine `make test` compiles the product's world once,
 # not once for the tests and again for the image (docs/testing.md).
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
 .PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-build e2e-main-a e2e-main-b fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
