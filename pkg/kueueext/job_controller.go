@@ -178,13 +178,21 @@ type jobState struct {
 	minImprovement    *float64
 	minImprovementErr string
 
-	// lastETA is the last forecast's ETA (a yield's freed GPU-hours), eta
-	// the predicted ends the ETA error is scored against (outcomes.go).
-	lastETA forecast.Estimate
-	eta     etaCheckpoints
+	// eta: the predicted ends the ETA error is scored against
+	// (outcomes.go).
+	eta etaCheckpoints
 	// latest is the last forecast for LatestForecasts, which reads it
-	// without mu (held through a reconcile's API calls).
+	// without mu (held through a reconcile's API calls), and for a yield's
+	// freed GPU-hours (lastETA).
 	latest atomic.Pointer[latestEntry]
+}
+
+// lastETA is the last forecast's ETA; unknown before the first one.
+func (st *jobState) lastETA() forecast.Estimate {
+	if e := st.latest.Load(); e != nil {
+		return e.ETA
+	}
+	return forecast.Estimate{}
 }
 
 // newJobReconciler returns kind's reconciler; reports is the source kind's
@@ -809,7 +817,7 @@ func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st
 				mt := metav1.NewTime(*at)
 				st.work.LastPlannerEvictionTime = &mt
 				if f.Evicted.Reason != kueue.WorkloadDeactivated {
-					noteYield(f.GPUs, st.lastETA)
+					noteYield(f.GPUs, st.lastETA())
 				}
 				facts.LastPlannerEvictionAt = ptr.To(unixSeconds(r.kueueClock.read(*at, now)))
 			}
@@ -867,7 +875,6 @@ func (r *JobReconciler) forecastAndDecide(job client.Object, wl *kueue.Workload,
 	}
 	f := forecast.Fit(st.hist, obj, nowSec, s)
 	metricFitDuration.Observe(time.Since(t0).Seconds())
-	st.lastETA = f.ETA
 	if st.obj != nil {
 		st.latest.Store(&latestEntry{key: client.ObjectKeyFromObject(st.obj),
 			LatestForecast: LatestForecast{ForecastUID: st.obj.UID, At: now, ETA: f.ETA, Plateaued: f.Plateaued}})
