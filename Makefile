@@ -38,7 +38,7 @@ FUZZMINIMIZE ?= 2s
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-build e2e-main-a e2e-main-b fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-main-a e2e-main-b fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -83,7 +83,7 @@ image: ## The planner's image for this machine's architecture, offline: bin/imag
 images: ## Both images (planner, planner-scheduler) for linux/amd64 and linux/arm64, offline (OCI archives with an index).
 	$(MAKE) image-planner image-scheduler ARCHS="amd64 arm64"
 
-test: fmt-check vet-main unit-main e2e ## The full test suite (README's test command; .ci/run calls it). The nested modules' vet and unit tests and the old pair's compile run inside e2e (nested-build), beside the e2e lanes.
+test: fmt-check vet-main unit-main e2e ## The full test suite (README's test command; .ci/run calls it). The nested modules' vet and unit tests and the old pair's vet run inside e2e (nested-scheduler, nested-compat, nested-release), beside the e2e lanes.
 
 unit: unit-main unit-scheduler ## Unit tests: fast, no binaries, no shared data (the product, then the scheduler plugin's nested module).
 
@@ -124,16 +124,16 @@ chromium: ## Install headless Chromium (Debian package) for the e2e browser test
 E2E_LANE_A ?= ^Test(Fault|Fidelity|Explain|Simulate|Sweep|Chart|SecureMetrics|Kubectl|ReportLayout|LivePage)
 E2E_BIN    := $(CURDIR)/$(BIN)/e2e.test
 
-e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once beside nested-build: the default pair's test/e2e split between the lanes, then the release module and the scheduler plugin's e2e in one, the live forecast test and the old pair (e2e-compat) in the other.
+e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once beside the nested modules' compiles (nested-*): the default pair's test/e2e split between the lanes, then the release module and the scheduler plugin's e2e in one, the live forecast test and the old pair (e2e-compat) in the other.
 	$(GO) vet -tags e2e ./test/... ./cmd/...
 	$(GO) test -c -tags e2e -o $(E2E_BIN) ./test/e2e
-	$(MAKE) -j3 --output-sync=line e2e-lane-a e2e-lane-b
+	$(MAKE) -j4 --output-sync=line e2e-lane-a e2e-lane-b
 
-e2e-lane-a: e2e-main-a nested-build
+e2e-lane-a: e2e-main-a nested-scheduler nested-release
 	cd release && $(GO) test -count=1 -timeout 30m ./...
 	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
 
-e2e-lane-b: e2e-main-b nested-build
+e2e-lane-b: e2e-main-b nested-compat
 	$(MAKE) e2e-compat
 
 e2e-main-a:
@@ -143,14 +143,22 @@ e2e-main-b:
 	cd test/e2e && $(E2E_BIN) -test.count=1 -test.timeout=50m -test.skip='$(E2E_LANE_A)'
 	$(GO) test -tags e2e -count=1 -timeout 20m ./cmd/...
 
-# The compiles the lanes' later suites need (the scheduler plugin's and
-# release modules' vet, the scheduler's unit tests, the old pair's vet),
-# one after another (the old pair reuses the scheduler module's packages:
-# docs/testing.md), at the lowest CPU priority: the e2e lanes spend most
-# of their time waiting on their control planes, and this fills that time
-# without taking the CPU from them when they need it.
-nested-build:
-	nice -n 19 $(MAKE) -j1 vet-scheduler unit-scheduler vet-release vet-compat
+# The compiles the lanes' later suites need, in two chains beside the
+# lanes: the scheduler plugin's module (vet, unit tests), then the old
+# pair's vet, which reuses the scheduler module's packages
+# (docs/testing.md); and the release module's vet. At the lowest CPU
+# priority: the e2e lanes spend most of their time waiting on their
+# control planes, and these fill that time without taking the CPU from
+# them when they need it; once the lanes' test/e2e parts end, the two
+# chains have a core each.
+nested-scheduler:
+	nice -n 19 $(MAKE) -j1 vet-scheduler unit-scheduler
+
+nested-compat: nested-scheduler
+	nice -n 19 $(MAKE) vet-compat
+
+nested-release:
+	nice -n 19 $(MAKE) vet-release
 
 # The old pair (docs/compatibility.md): Kueue v0.17.0 + Trainer v2.2.0, on
 # the default pair's control plane (kube-apiserver v1.36.3 / etcd v3.6.8:
