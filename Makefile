@@ -169,9 +169,8 @@ COMPAT_GOFLAGS := $(GOFLAGS) -modfile=$(CURDIR)/test/compat/kueue-v017.mod
 COMPAT_TAGS    := e2e,kueue_v017
 COMPAT_RUN     ?= ^(TestControlPlaneYield|TestLoweredBoostNeedsNudge|TestPlannerPlateauedJobYields|TestPlannerNearDoneJobProtected|TestPlannerRestart|TestPlannerPriorityBoostOff|TestPlannerDetectsKueue|TestBatchJobYieldsThroughEndpoint|TestJobSetYieldsThroughEndpoint)$$
 
-e2e-compat: ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, on the Kubernetes v1.36.3 control plane): yield, near-done protection, restart, wake-up, PriorityBoost off, a Job and a JobSet yielding through the progress endpoint.
+e2e-compat: vet-compat ## E2E on the old pair (Kueue v0.17 + Trainer v2.2, on the Kubernetes v1.36.3 control plane): yield, near-done protection, restart, wake-up, PriorityBoost off, a Job and a JobSet yielding through the progress endpoint.
 	bash hack/build-testbins.sh
-	$(MAKE) vet-compat
 	GOFLAGS="$(COMPAT_GOFLAGS)" $(GO) test -tags $(COMPAT_TAGS) -count=1 -timeout 20m -run '$(COMPAT_RUN)' ./test/e2e/
 
 vet-compat:

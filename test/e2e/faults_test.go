@@ -321,14 +321,20 @@ func (m *pfMonitor) check(t *testing.T, noFlap bool) {
 	}
 }
 
-// storedPoints decodes the ProgressForecast's stored history as the planner
-// restores it and returns its number of points (0 when none is stored).
-func storedPoints(pf *v1alpha1.ProgressForecast) (int, error) {
+// storedHistory decodes the ProgressForecast's stored history as the
+// planner restores it (nil when none is stored).
+func storedHistory(pf *v1alpha1.ProgressForecast) (*progress.History, error) {
 	if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
-	if err != nil {
+	return progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
+}
+
+// storedPoints is the number of points of the stored history (0 when none
+// is stored).
+func storedPoints(pf *v1alpha1.ProgressForecast) (int, error) {
+	h, err := storedHistory(pf)
+	if err != nil || h == nil {
 		return 0, err
 	}
 	return h.Len(), nil
@@ -384,8 +390,8 @@ func TestFaultLeaderStoppedFlushes(t *testing.T) {
 	if before.Status.Observations >= int64(len(reports)) {
 		t.Fatalf("every report stored before the stop (%d): the test needs unsaved ones", before.Status.Observations)
 	}
-	h, err := progress.UnmarshalHistory(after.Status.History.Raw, progress.DefaultLimits())
-	if err != nil {
+	h, err := storedHistory(after)
+	if err != nil || h == nil {
 		t.Fatalf("stored history after the stop: %v", err)
 	}
 	pts := h.Points()

@@ -87,11 +87,8 @@ func TestSimulateFromCluster(t *testing.T) {
 		t.Fatal("the last replayed report does not parse")
 	}
 	pfA := waitPF(ctx, t, c, a, plannerBound, "the whole replayed history stored", func(pf *v1alpha1.ProgressForecast) bool {
-		if pf.Status.History == nil || len(pf.Status.History.Raw) == 0 {
-			return false
-		}
-		h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
-		if err != nil || h.Len() == 0 {
+		h, err := storedHistory(pf)
+		if err != nil || h == nil || h.Len() == 0 {
 			return false
 		}
 		return h.Points()[h.Len()-1].Fraction() == last.Fraction()
@@ -208,9 +205,9 @@ func TestSimulateFromCluster(t *testing.T) {
 // it has run as long as that placement and its ETA say.
 func checkOwnCurve(t *testing.T, pf *v1alpha1.ProgressForecast, j simulator.JobSpec) {
 	t.Helper()
-	h, err := progress.UnmarshalHistory(pf.Status.History.Raw, progress.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
+	h, err := storedHistory(pf)
+	if err != nil || h == nil {
+		t.Fatalf("stored history: %v", err)
 	}
 	obj, err := progress.ParseObjective(pf.Status.Objective)
 	if err != nil {
