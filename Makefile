@@ -38,7 +38,7 @@ FUZZMINIMIZE ?= 2s
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-main-a e2e-main-b fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -107,8 +107,12 @@ vet-release:
 
 PROBES ?= 500
 
-testbins: ## Build kube-apiserver, etcd and kubectl for the e2e suites (cached; docs/testing.md): v1.36.3 from hack/testbin, for both pairs and the scheduler plugin; then repeat their version probes PROBES times.
+testbins: testbins-build probe-check ## Build kube-apiserver, etcd and kubectl for the e2e suites (cached; docs/testing.md): v1.36.3 from hack/testbin, for both pairs and the scheduler plugin; then repeat their version probes PROBES times.
+
+testbins-build:
 	bash hack/build-testbins.sh
+
+probe-check: testbins-build
 	bash hack/build-testbins.sh --probe-check $(PROBES)
 
 chromium: ## Install headless Chromium (Debian package) for the e2e browser test, when missing.
@@ -124,14 +128,21 @@ chromium: ## Install headless Chromium (Debian package) for the e2e browser test
 E2E_LANE_A ?= ^Test(Fault|Fidelity|Explain|Simulate|Sweep|Chart|SecureMetrics|Kubectl|ReportLayout|LivePage)
 E2E_BIN    := $(CURDIR)/$(BIN)/e2e.test
 
-e2e: testbins chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once beside the nested modules' compiles (nested-*): the default pair's test/e2e split between the lanes, then the release module and the scheduler plugin's e2e in one, the live forecast test and the old pair (e2e-compat) in the other.
-	$(GO) vet -tags e2e ./test/... ./cmd/...
-	$(GO) test -c -tags e2e -o $(E2E_BIN) ./test/e2e
+e2e: testbins-build chromium ## E2E suites on a real control plane (kube-apiserver, etcd, Kueue in-process), in two lanes at once beside the nested modules' compiles (nested-*): the default pair's test/e2e split between the lanes, then the release module and the scheduler plugin's e2e in one, the live forecast test and the old pair (e2e-compat) in the other.
+	$(MAKE) -j2 --output-sync=line probe-check e2e-build
 	$(MAKE) -j4 --output-sync=line e2e-lane-a e2e-lane-b
 
-e2e-lane-a: e2e-main-a nested-scheduler nested-release
-	cd release && $(GO) test -count=1 -timeout 30m ./...
+# The probes (a process start each, mostly waiting) run beside the e2e
+# packages' vet and the test binary's compile.
+e2e-build:
+	$(GO) vet -tags e2e ./test/... ./cmd/...
+	$(GO) test -c -tags e2e -o $(E2E_BIN) ./test/e2e
+
+e2e-lane-a: e2e-release nested-scheduler
 	cd scheduler && $(GO) test -tags e2e -count=1 -timeout 15m ./e2e/...
+
+e2e-release: e2e-main-a nested-release
+	cd release && $(GO) test -count=1 -timeout 30m ./...
 
 e2e-lane-b: e2e-main-b nested-compat
 	$(MAKE) e2e-compat
@@ -144,18 +155,19 @@ e2e-main-b:
 	$(GO) test -tags e2e -count=1 -timeout 20m ./cmd/...
 
 # The compiles the lanes' later suites need, in two chains beside the
-# lanes: the scheduler plugin's module (vet, unit tests), then the old
-# pair's vet, which reuses the scheduler module's packages
-# (docs/testing.md); and the release module's vet. At the lowest CPU
-# priority: the e2e lanes spend most of their time waiting on their
-# control planes, and these fill that time without taking the CPU from
-# them when they need it; once the lanes' test/e2e parts end, the two
-# chains have a core each.
-nested-scheduler:
-	nice -n 19 $(MAKE) -j1 vet-scheduler unit-scheduler
-
-nested-compat: nested-scheduler
+# lanes: the old pair's vet, then the scheduler plugin's module (vet, unit
+# tests), which reuses the old pair's Kubernetes v0.35.4 packages
+# (docs/testing.md); and the release module's vet. The old pair comes
+# first so that its e2e tests, which mostly wait on their control plane,
+# run beside the scheduler module's compile rather than after it. At the
+# lowest CPU priority: the e2e lanes spend most of their time waiting on
+# their control planes, and these fill that time without taking the CPU
+# from them when they need it.
+nested-compat:
 	nice -n 19 $(MAKE) vet-compat
+
+nested-scheduler: nested-compat
+	nice -n 19 $(MAKE) -j1 vet-scheduler unit-scheduler
 
 nested-release:
 	nice -n 19 $(MAKE) vet-release
