@@ -284,14 +284,54 @@ func runningSince(pts []progress.Point, tMoved float64) float64 {
 }
 
 // linearCrossing extends recentLine (the observations of the last fifth
-// of observed time, at least the last two) to level; ok is false when the
-// line is not improving.
+// of observed time, at least the last two) to level, its distance
+// stretched by lineStretch; ok is false when the line is not improving.
 func linearCrossing(obs []objPoint, level float64) (float64, bool) {
 	slope, last, ok := recentLine(obs)
 	if !ok {
 		return 0, false
 	}
-	return last.x + (level-last.y)/slope, true
+	return last.x + lineStretch(obs)*(level-last.y)/slope, true
+}
+
+// Bounds of lineStretch: a hindcast from a handful of evaluations may at
+// most halve or double the line's distance (docs/backtest.md 7.6).
+const (
+	minLineStretch = 0.5
+	maxLineStretch = 2
+)
+
+// lineStretch checks the straight line on the job's own past: from each
+// origin in the second half of its observations, how many times the
+// recent line's distance to the best level the job has reached since
+// (smoothedBest: one lucky evaluation is not a level reached) it
+// actually took (the median over origins, within [minLineStretch,
+// maxLineStretch]; 1 without an origin). A metric that slows as it
+// improves reaches each level later than a straight line says, and its
+// own history says by how much.
+func lineStretch(obs []objPoint) float64 {
+	n := len(obs)
+	sb := smoothedBest(obs)
+	level := sb[n-1]
+	var ratios []float64
+	for k := max(2, n/2); k < n; k++ {
+		slope, last, ok := recentLine(obs[:k])
+		if !ok || level >= last.y {
+			continue
+		}
+		reached := last.x
+		for i := k; i < n; i++ {
+			if sb[i] <= level {
+				reached = obs[i].x
+				break
+			}
+		}
+		ratios = append(ratios, (reached-last.x)/((level-last.y)/slope))
+	}
+	if len(ratios) == 0 {
+		return 1
+	}
+	return math.Min(maxLineStretch, math.Max(minLineStretch, stats.Median(ratios)))
 }
 
 // recentEvalGain is the median improvement per observation over the last

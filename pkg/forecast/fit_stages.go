@@ -315,8 +315,15 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		// How far one evaluation overshoots: the curve's step there, or,
 		// when larger, the job's own recent steps (a curve levelling
 		// off understates the last evaluations' gains), shrunk by as
-		// much as the curve's step shrinks between now and the crossing.
-		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*stepShrink(bl, st.xLast, step, mean-m2))
+		// much as the curve's step shrinks between now and the crossing
+		// or, when the crossing is the line's, as much as the job's own
+		// past says the line is slow (a curve set aside for the
+		// crossing does not size the step there).
+		shrink := stepShrink(bl, st.xLast, step, mean-m2)
+		if f.TimeToTarget != nil && f.TimeToTarget.Basis == "target-linear" {
+			shrink = math.Min(1, 1/lineStretch(obs))
+		}
+		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*shrink)
 		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
 	}
 	if st.pin.fixed && len(obs) >= s.PlateauStallPoints && st.pin.pace > 0 {

@@ -422,3 +422,36 @@ func TestFitLevelsOffOnlyWhenTheCurveHeldOnTheJobsOwnPast(t *testing.T) {
 		t.Fatalf("saturating job: time to target %+v, want \"levels off before the target\"", tt)
 	}
 }
+
+// The straight line to a target is checked on the job's own past: a
+// metric that slows as it improves took longer than the line said to
+// reach the levels it reached, and its crossing is stretched by that
+// ratio (at most doubled); a metric improving at a steady rate keeps the
+// plain line's crossing.
+func TestLineStretchFromTheJobsOwnPast(t *testing.T) {
+	series := func(y func(x float64) float64) []objPoint {
+		var obs []objPoint
+		for i := 1; i <= 10; i++ {
+			x := float64(i * 100)
+			obs = append(obs, objPoint{t: x, x: x, y: y(x)})
+		}
+		return obs
+	}
+	steady := series(func(x float64) float64 { return 1 - x/2000 })
+	if got := lineStretch(steady); math.Abs(got-1) > 1e-9 {
+		t.Errorf("steady metric: stretch %v, want 1", got)
+	}
+	slowing := series(func(x float64) float64 { return 1 / math.Sqrt(x) })
+	got := lineStretch(slowing)
+	if got <= 1.2 || got > maxLineStretch {
+		t.Errorf("slowing metric: stretch %v, want in (1.2, %v]", got, maxLineStretch)
+	}
+	slope, last, _ := recentLine(slowing)
+	plain := last.x + (0.02-last.y)/slope
+	if xc, ok := linearCrossing(slowing, 0.02); !ok || math.Abs((xc-last.x)-got*(plain-last.x)) > 1e-6 {
+		t.Errorf("slowing metric: crossing %v, want the plain line's distance %v stretched by %v", xc, plain-last.x, got)
+	}
+	if xc, _ := linearCrossing(steady, 0.02); math.Abs(xc-1960) > 1e-6 {
+		t.Errorf("steady metric: crossing %v, want 1960 (where 1 - x/2000 reaches 0.02)", xc)
+	}
+}
