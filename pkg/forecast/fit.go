@@ -216,7 +216,9 @@ func median3(a, b, c float64) float64 {
 // and the crossing's uncertainty) and the axis position of the crossing.
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
-// observations (the job's current rate of improvement) is a rough guide.
+// observations (the job's current rate of improvement, stretched by how
+// slow such a line proved on the job's own past: linearCrossing) is a
+// rough guide.
 func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
 	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
 	z := stats.CentralZ(s.Interval)
