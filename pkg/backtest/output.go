@@ -160,7 +160,7 @@ func (t *tw) finalSection(groups []FinalGroup) {
 // tttSection: section 3, the time-to-target errors per benchmark and cutoff.
 func (t *tw) tttSection(groups []TTTGroup) {
 	t.f("\n## 3. Time-to-target error (%% of the actual stop time; runs that reached their target)\n\n")
-	t.f("Planner: now + ETA when ETA.basis is \"target\"; otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
+	t.f("Planner: now + TimeToTarget when known (basis \"target\": the curve's crossing; \"target-linear\": the recent line's, stretched by the job's own hindcast; docs/backtest.md 3.3); otherwise 'never' (no crossing predicted). Linear: the baseline's line through the observations in [0.8c, c].\n\n")
 	t.header("benchmark", "cut", "n", "planner MAPE", "planner MdAPE", "planner never", "n line (>=2 obs)", "linear MAPE", "linear MdAPE", "linear never", "paired n", "paired planner / linear MdAPE")
 	for _, g := range groups {
 		t.row(g.Benchmark, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean), pct(g.Planner.Median), share(g.PlannerNever, g.N),
