@@ -213,27 +213,28 @@ func median3(a, b, c float64) float64 {
 
 // timeToTarget estimates the time from the latest moving report until the
 // objective reaches obj.Target (Value = seconds, an interval from the pace
-// and the crossing's uncertainty) and the axis position of the crossing.
+// and the crossing's uncertainty), the axis position of the crossing and,
+// when the crossing is the line's, the line's stretch (else 1).
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
 // observations (the job's current rate of improvement, stretched by how
 // slow such a line proved on the job's own past: linearCrossing) is a
 // rough guide.
 func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
-	pc pace, paceOK, hung bool, s Settings) (Estimate, float64) {
+	pc pace, paceOK, hung bool, s Settings) (tt Estimate, xc, stretch float64) {
 	z := stats.CentralZ(s.Interval)
 	level := obj.Sign() * *obj.Target
 	switch {
 	case len(obs) > 0 && best <= level:
-		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0
+		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0, 1
 	case hung:
-		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0
+		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0, 1
 	case !paceOK || len(obs) < 2:
-		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0
+		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0, 1
 	}
 	xLast := obs[len(obs)-1].x
-	basis := "target"
-	xc, ok := 0.0, false
+	basis, ok := "target", false
+	stretch = 1
 	// The curve's crossing, unless a straight line predicted the job's own
 	// recent past better (the blend's hindcast).
 	if curveOK && !bl.lineBetter {
@@ -241,16 +242,16 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		if !ok {
 			a, okA := cf.Asymptote()
 			if (!okA || a-level > math.Max(cf.Sigma, bl.hErr)) && bl.levelsOffChecked {
-				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0
+				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0, 1
 			}
 		}
 	}
 	if !ok {
-		xc, ok = linearCrossing(obs, level)
+		xc, stretch, ok = linearCrossing(obs, level)
 		basis = "target-linear"
 	}
 	if !ok {
-		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0
+		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0, 1
 	}
 	secs, rel := pc.timeTo(xc)
 	if basis == "target" {
@@ -265,7 +266,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	} else {
 		rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
 	}
-	return etaEstimate(secs, rel, z, basis), xc
+	return etaEstimate(secs, rel, z, basis), xc, stretch
 }
 
 // runningSince is the instant from which the job has been working toward
@@ -287,13 +288,15 @@ func runningSince(pts []progress.Point, tMoved float64) float64 {
 
 // linearCrossing extends recentLine (the observations of the last fifth
 // of observed time, at least the last two) to level, its distance
-// stretched by lineStretch; ok is false when the line is not improving.
-func linearCrossing(obs []objPoint, level float64) (float64, bool) {
+// stretched by lineStretch (returned too); ok is false when the line is
+// not improving.
+func linearCrossing(obs []objPoint, level float64) (x, stretch float64, ok bool) {
 	slope, last, ok := recentLine(obs)
 	if !ok {
-		return 0, false
+		return 0, 1, false
 	}
-	return last.x + lineStretch(obs)*(level-last.y)/slope, true
+	stretch = lineStretch(obs)
+	return last.x + stretch*(level-last.y)/slope, stretch, true
 }
 
 // Bounds of lineStretch: a hindcast from a handful of evaluations may at
@@ -308,7 +311,7 @@ const (
 // recent line's distance to the best level the job has reached since
 // (smoothedBest: one lucky evaluation is not a level reached) it
 // actually took (the median over origins, within [minLineStretch,
-// maxLineStretch]; 1 without an origin). A metric that slows as it
+// maxLineStretch]; 1 without an origin with a finite ratio). A metric that slows as it
 // improves reaches each level later than a straight line says, and its
 // own history says by how much.
 func lineStretch(obs []objPoint) float64 {
@@ -328,7 +331,11 @@ func lineStretch(obs []objPoint) float64 {
 				break
 			}
 		}
-		ratios = append(ratios, (reached-last.x)/((level-last.y)/slope))
+		// Values near ±MaxFloat64 overflow the line's distance (Inf/Inf
+		// is NaN): such an origin says nothing about the line.
+		if r := (reached - last.x) / ((level - last.y) / slope); !math.IsNaN(r) && !math.IsInf(r, 0) {
+			ratios = append(ratios, r)
+		}
 	}
 	if len(ratios) == 0 {
 		return 1

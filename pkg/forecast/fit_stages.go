@@ -80,6 +80,7 @@ type fitState struct {
 	xLast, xEnd float64 // latest objective position and planned end on the axis
 	endBasis    string  // "given", "total", "target" or "" (none)
 	xc          float64 // the target crossing on the axis (0: none)
+	xcStretch   float64 // lineStretch of a crossing that is the line's (else 1)
 
 	pin plateauInput
 }
@@ -234,7 +235,7 @@ func estimateETA(st *fitState) bool {
 	f, pts, pc, z := &st.f, st.pts, st.pc, st.z
 	if st.obj.Target != nil {
 		var tt Estimate
-		tt, st.xc = timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
+		tt, st.xc, st.xcStretch = timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
 		if tt.Known && tt.Value > 0 {
 			tt = etaEstimate(tt.Value-(st.now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)
 		}
@@ -321,7 +322,7 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		// crossing does not size the step there).
 		shrink := stepShrink(bl, st.xLast, step, mean-m2)
 		if f.TimeToTarget != nil && f.TimeToTarget.Basis == "target-linear" {
-			shrink = math.Min(1, 1/lineStretch(obs))
+			shrink = math.Min(1, 1/st.xcStretch)
 		}
 		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*shrink)
 		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5

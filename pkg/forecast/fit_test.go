@@ -448,10 +448,28 @@ func TestLineStretchFromTheJobsOwnPast(t *testing.T) {
 	}
 	slope, last, _ := recentLine(slowing)
 	plain := last.x + (0.02-last.y)/slope
-	if xc, ok := linearCrossing(slowing, 0.02); !ok || math.Abs((xc-last.x)-got*(plain-last.x)) > 1e-6 {
+	if xc, stretch, ok := linearCrossing(slowing, 0.02); !ok || stretch != got || math.Abs((xc-last.x)-got*(plain-last.x)) > 1e-6 {
 		t.Errorf("slowing metric: crossing %v, want the plain line's distance %v stretched by %v", xc, plain-last.x, got)
 	}
-	if xc, _ := linearCrossing(steady, 0.02); math.Abs(xc-1960) > 1e-6 {
+	if xc, _, _ := linearCrossing(steady, 0.02); math.Abs(xc-1960) > 1e-6 {
 		t.Errorf("steady metric: crossing %v, want 1960 (where 1 - x/2000 reaches 0.02)", xc)
+	}
+}
+
+// Tenant-written metrics may be any finite float: near ±MaxFloat64, with
+// progress moving in tiny steps, both the line's slope and its distance
+// to the level overflow and their ratio is NaN, which must not become the
+// stretch (math.Max(0.5, NaN) is NaN, and so would be the crossing).
+func TestLineStretchOnOverflowingValuesIsFinite(t *testing.T) {
+	var obs []objPoint
+	for i := 1; i <= 10; i++ {
+		y := math.MaxFloat64 * (1 - float64(i)/100)
+		if i > 5 {
+			y = -0.9 * math.MaxFloat64
+		}
+		obs = append(obs, objPoint{t: float64(i), x: float64(i) * 1e-300, y: y})
+	}
+	if got := lineStretch(obs); math.IsNaN(got) || got < minLineStretch || got > maxLineStretch {
+		t.Errorf("overflowing metric: stretch %v, want within [%v, %v]", got, minLineStretch, maxLineStretch)
 	}
 }
