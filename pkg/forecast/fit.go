@@ -289,14 +289,18 @@ func runningSince(pts []progress.Point, tMoved float64) float64 {
 // linearCrossing extends recentLine (the observations of the last fifth
 // of observed time, at least the last two) to level, its distance
 // stretched by lineStretch (returned too); ok is false when the line is
-// not improving.
+// not improving or its crossing overflows (values near ±MaxFloat64).
 func linearCrossing(obs []objPoint, level float64) (x, stretch float64, ok bool) {
 	slope, last, ok := recentLine(obs)
 	if !ok {
 		return 0, 1, false
 	}
 	stretch = lineStretch(obs)
-	return last.x + stretch*(level-last.y)/slope, stretch, true
+	x = last.x + stretch*(level-last.y)/slope
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, 1, false
+	}
+	return x, stretch, true
 }
 
 // Bounds of lineStretch: a hindcast from a handful of evaluations may at

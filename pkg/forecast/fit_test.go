@@ -459,7 +459,7 @@ func TestLineStretchFromTheJobsOwnPast(t *testing.T) {
 // Tenant-written metrics may be any finite float: near ±MaxFloat64, with
 // progress moving in tiny steps, both the line's slope and its distance
 // to the level overflow and their ratio is NaN, which must not become the
-// stretch (math.Max(0.5, NaN) is NaN, and so would be the crossing).
+// stretch (math.Max(0.5, NaN) is NaN) nor the crossing (an ETA of NaN).
 func TestLineStretchOnOverflowingValuesIsFinite(t *testing.T) {
 	var obs []objPoint
 	for i := 1; i <= 10; i++ {
@@ -471,5 +471,8 @@ func TestLineStretchOnOverflowingValuesIsFinite(t *testing.T) {
 	}
 	if got := lineStretch(obs); math.IsNaN(got) || got < minLineStretch || got > maxLineStretch {
 		t.Errorf("overflowing metric: stretch %v, want within [%v, %v]", got, minLineStretch, maxLineStretch)
+	}
+	if xc, _, ok := linearCrossing(obs[:5], -math.MaxFloat64); ok {
+		t.Errorf("overflowing metric: crossing %v reported, want none", xc)
 	}
 }

@@ -2,6 +2,8 @@ package forecast
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/progress"
@@ -17,7 +19,8 @@ const fuzzHistoryFile = `{"kind":"ProgressHistory","version":1,"name":"demo","ob
 
 // FuzzFitUntrustedHistory: Fit never panics on a history built from any
 // history file (file) or decoded from any stored ProgressForecast history
-// (stored) — both are tenant-writable. progress's FuzzReadHistoryFile and
+// (stored) — both are tenant-writable — and its forecast always encodes
+// (a NaN or Inf anywhere in it would fail the status write). progress's FuzzReadHistoryFile and
 // FuzzUnmarshalHistory check the parsers themselves.
 func FuzzFitUntrustedHistory(f *testing.F) {
 	hf, err := progress.ReadHistoryFile(bytes.NewReader([]byte(fuzzHistoryFile)))
@@ -44,10 +47,26 @@ func FuzzFitUntrustedHistory(f *testing.F) {
 			if !ok {
 				obj = progress.Objective{Metric: "loss", Direction: progress.Minimize}
 			}
-			Fit(h, obj, h.LastReport()+60, DefaultSettings())
+			mustEncode(t, Fit(h, obj, afterLastReport(h), DefaultSettings()))
 		}
 		if h, err := progress.UnmarshalHistory(stored, progress.DefaultLimits()); err == nil {
-			Fit(h, progress.Objective{Metric: "loss", Direction: progress.Minimize}, h.LastReport()+60, DefaultSettings())
+			mustEncode(t, Fit(h, progress.Objective{Metric: "loss", Direction: progress.Minimize}, afterLastReport(h), DefaultSettings()))
 		}
 	})
+}
+
+// afterLastReport is a minute after the history's last report: a caller's
+// clock is finite even when the history is empty (LastReport is NaN).
+func afterLastReport(h *progress.History) float64 {
+	if t := h.LastReport(); !math.IsNaN(t) {
+		return t + 60
+	}
+	return 60
+}
+
+func mustEncode(t *testing.T, f Forecast) {
+	t.Helper()
+	if _, err := json.Marshal(f); err != nil {
+		t.Fatalf("forecast does not encode: %v", err)
+	}
 }
