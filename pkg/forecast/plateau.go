@@ -32,9 +32,10 @@ import (
 //     the first drop from random initialisation dwarfs a 2 % loss change
 //     that the job exists to make.
 //  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
-//     learning rate will most likely anneal by its end (step and decay
-//     schedules); it must have been flat for PlateauAnnealShare of its
-//     planned run.
+//     learning rate, or one still at its peak (the stable phase of a
+//     warm-up-stable-decay run), will most likely anneal by its end (step
+//     and decay schedules); it must have been flat for PlateauAnnealShare
+//     of its planned run.
 //  6. stepScheduleAhead: a job with a fixed total whose own history shows
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
@@ -184,7 +185,18 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
-	peak, atStart, latest := 0.0, math.NaN(), math.NaN()
+	peak, atStart, latest, _ := learningRateSince(in, w0)
+	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak || latest >= 0.95*atStart {
+		return false, ""
+	}
+	return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
+}
+
+// learningRateSince reads the reported learning_rate up to now: its peak,
+// its value at t0 (or the first one logged after it), its latest (NaN
+// when none is reported) and whether one was logged by t0.
+func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest float64, byT0 bool) {
+	atStart, latest = math.NaN(), math.NaN()
 	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
@@ -194,15 +206,31 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 			continue
 		}
 		peak = math.Max(peak, v)
-		if p.T <= w0 || math.IsNaN(atStart) {
+		if p.T <= t0 || math.IsNaN(atStart) {
 			atStart = v
 		}
+		byT0 = byT0 || p.T <= t0
 		latest = v
 	}
-	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak || latest >= 0.95*atStart {
+	return peak, atStart, latest, byT0
+}
+
+// annealAhead: a job reports no learning rate, or one that has held at
+// its peak since t0, the start of the stretch shortFlatBeforeAnneal
+// judges (a warm-up-stable-decay run's stable phase, a step schedule
+// before its first step): its decay, if any, is still to come. A rate
+// first logged after t0 (NaN: the job has not run that long) says nothing
+// of that stretch, and one below its peak is a schedule under way, which
+// learningRateFalling or stepScheduleAhead judge.
+func annealAhead(in *plateauInput, t0 float64) (bool, string) {
+	if !in.h.HasMetric("learning_rate") {
+		return true, "no learning rate reported"
+	}
+	peak, atStart, latest, byT0 := learningRateSince(in, t0)
+	if !byT0 || peak <= 0 || math.Min(atStart, latest) < 0.95*peak {
 		return false, ""
 	}
-	return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
+	return true, "learning rate held at its peak"
 }
 
 // meaningfulGainAhead: the recent pace carried to the planned end
@@ -226,11 +254,12 @@ func meaningfulGainAhead(in *plateauInput) (bool, string) {
 		100*in.pace/scale, in.paceHorizon, 100*in.s.MinImprovement)
 }
 
-// shortFlatBeforeAnneal: a job with a fixed total that reports no learning
-// rate will, as most schedules do, anneal by its end; a flat stretch
-// shorter than PlateauAnnealShare of its planned run is not yet a plateau.
+// shortFlatBeforeAnneal: a job with a fixed total whose decay is still
+// ahead (annealAhead) will, as most schedules do, anneal by its end; a
+// flat stretch shorter than PlateauAnnealShare of its planned run is not
+// yet a plateau.
 func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
-	if !in.fixed || in.s.PlateauAnnealShare <= 0 || in.h.HasMetric("learning_rate") {
+	if !in.fixed || in.s.PlateauAnnealShare <= 0 {
 		return false, ""
 	}
 	xLast := in.obs[len(in.obs)-1].x
@@ -240,18 +269,22 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 	}
 	x0 := axisAt(in.last, in.xEnd) - in.s.PlateauAnnealShare*span
 	sb := smoothedBest(in.obs)
-	best, before := sb[len(sb)-1], math.Inf(1)
+	best, before, t0 := sb[len(sb)-1], math.Inf(1), math.NaN()
 	for i, o := range in.obs {
 		if o.x < x0 {
-			before = sb[i]
+			before, t0 = sb[i], o.t
 		}
+	}
+	ahead, lr := annealAhead(in, t0)
+	if !ahead {
+		return false, ""
 	}
 	// No observation that early: the job has not run that long yet.
 	gain := in.obs[0].y - best
 	if !math.IsInf(before, 1) && (gain <= 0 || before-best < in.s.PlateauEpsilon*gain) {
 		return false, ""
 	}
-	return true, fmt.Sprintf("no learning rate reported and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", 100*in.s.PlateauAnnealShare)
+	return true, fmt.Sprintf("%s and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", lr, 100*in.s.PlateauAnnealShare)
 }
 
 // stepScheduleAhead: see the rule list. The step period is the longest

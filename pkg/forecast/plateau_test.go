@@ -117,6 +117,34 @@ func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
 	}
 }
 
+// A warm-up-stable-decay run reports its learning rate, held at its peak
+// until the decay in the last fifth: in the stable phase its decay is
+// still ahead, as for a job that reports no rate, so a flat stretch
+// shorter than PlateauAnnealShare of the budget is not yet a plateau. A
+// rate logged only since the flat stretch began is no such evidence.
+func TestPlateauLearningRateHeldAtPeak(t *testing.T) {
+	const n = 400 // 4000 steps, 10 s per 10 steps
+	wsd := func(flatFrom, lrFrom float64) *progress.History {
+		return scheduled(n, func(step float64) map[string]float64 {
+			ms := map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, flatFrom)/700) + 0.001*math.Sin(step)}
+			if step >= lrFrom {
+				ms["learning_rate"] = 1e-3 * math.Min(1, (4000-step)/800)
+			}
+			return ms
+		})
+	}
+	s := DefaultSettings()
+	if f := fitAt(wsd(2000, 0), lossMin, 2400, s); f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate held at its peak") {
+		t.Errorf("stable phase, flat for 10%% of the budget: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(wsd(1200, 0), lossMin, 2400, s); !f.Plateaued {
+		t.Errorf("stable phase, flat for 30%% of the budget, not plateaued: %q", f.PlateauReason)
+	}
+	if f := fitAt(wsd(2000, 2200), lossMin, 2400, s); !f.Plateaued {
+		t.Errorf("a rate logged only since the flat stretch began held the call: %q", f.PlateauReason)
+	}
+}
+
 // A step schedule (a loss that drops in one evaluation at a third of the
 // run, flat before and after) holds the plateau call for as long as the
 // job's own step period; past it, a flat job is plateaued.
