@@ -315,9 +315,9 @@ const (
 // recent line's distance to the best level the job has reached since
 // (smoothedBest: one lucky evaluation is not a level reached) it
 // actually took (the median over origins, within [minLineStretch,
-// maxLineStretch]; 1 without an origin with a finite ratio). A metric that slows as it
-// improves reaches each level later than a straight line says, and its
-// own history says by how much.
+// maxLineStretch]; 1 without an origin with a finite ratio). A metric
+// that slows as it improves reaches each level later than a straight
+// line says, and its own history says by how much.
 func lineStretch(obs []objPoint) float64 {
 	n := len(obs)
 	sb := smoothedBest(obs)

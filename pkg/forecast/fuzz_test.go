@@ -20,8 +20,9 @@ const fuzzHistoryFile = `{"kind":"ProgressHistory","version":1,"name":"demo","ob
 // FuzzFitUntrustedHistory: Fit never panics on a history built from any
 // history file (file) or decoded from any stored ProgressForecast history
 // (stored) — both are tenant-writable — and its forecast always encodes
-// (a NaN or Inf anywhere in it would fail the status write). progress's FuzzReadHistoryFile and
-// FuzzUnmarshalHistory check the parsers themselves.
+// (a NaN or Inf anywhere in it would fail the status write). progress's
+// FuzzReadHistoryFile and FuzzUnmarshalHistory check the parsers
+// themselves.
 func FuzzFitUntrustedHistory(f *testing.F) {
 	hf, err := progress.ReadHistoryFile(bytes.NewReader([]byte(fuzzHistoryFile)))
 	if err != nil {

@@ -32,10 +32,10 @@ import (
 //     the first drop from random initialisation dwarfs a 2 % loss change
 //     that the job exists to make.
 //  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
-//     learning rate, or one still at its peak (the stable phase of a
-//     warm-up-stable-decay run), will most likely anneal by its end (step
-//     and decay schedules); it must have been flat for PlateauAnnealShare
-//     of its planned run.
+//     learning rate, or one held at its peak over the stretch judged (the
+//     stable phase of a warm-up-stable-decay run), will most likely anneal
+//     by its end (step and decay schedules); it must have been flat for
+//     PlateauAnnealShare of its planned run.
 //  6. stepScheduleAhead: a job with a fixed total whose own history shows
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
