@@ -20,6 +20,7 @@ func newBacktestCmd() *cobra.Command {
 		perJob  bool
 		workers int
 		lodo    bool
+		every   int
 	)
 	cmd := &cobra.Command{
 		Use:   "backtest [PATH...]",
@@ -41,11 +42,15 @@ and the last, and the reports around each change of run state
 (docs/limits.md); standard error says so.`,
 		Example: `  planner backtest
   planner backtest ../shared/data/curves -o json > backtest.json
-  planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9`,
+  planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9
+  planner backtest ../shared/data/curves --eval-every 3 -o json > sparse.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cuts, err := parseCutoffs(cutoffs)
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
+			}
+			if every < 1 {
+				return usageErrorf("--eval-every %d: must be at least 1", every)
 			}
 			if workers < 0 || workers > backtest.MaxWorkers() {
 				return usageErrorf("--workers %d: must be in [0, %d] (4 × GOMAXPROCS; 0 = GOMAXPROCS)", workers, backtest.MaxWorkers())
@@ -65,7 +70,7 @@ and the last, and the reports around each change of run state
 				return fmt.Errorf("no *.jsonl history files in %s", strings.Join(args, " "))
 			}
 			start := time.Now()
-			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON}
+			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON, EvalEvery: every}
 			if lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
 			}
@@ -95,6 +100,7 @@ and the last, and the reports around each change of run state
 	f.BoolVar(&perJob, "per-job", true, "json: include the per-file results with their forecasts")
 	f.IntVar(&workers, "workers", 0, "files scored in parallel (0 = GOMAXPROCS)")
 	f.BoolVar(&lodo, "leave-one-dataset-out", false, "re-choose the tuned constants for each dataset on the other datasets and report its figures under that choice next to the defaults' (docs/backtest.md 7.2); runs the backtest once per grid point")
+	f.IntVar(&every, "eval-every", 1, "score each original run as if it evaluated its objective only at every N-th of its evaluations (and its last): a stress test for jobs that evaluate less often (docs/backtest.md 7.8)")
 	return cmd
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	// MaxReports reports or MaxFileBytes; readBounded); calls are
 	// serialized.
 	OnThinned func(name string, t Thinning)
+	// EvalEvery > 1 scores each original run as if it evaluated its
+	// objective that many times less often (sparseEvaluations).
+	EvalEvery int
 }
 
 // FilesFromPaths expands files and directories into inputs
@@ -435,7 +438,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Optimus == nil {
 		opt.Optimus = OptimusOnly
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob}
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery}
 
 	type result struct {
 		job Job
@@ -467,7 +470,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, FilesRead: len(inputs)}
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {
 		if res.err != nil {
@@ -507,7 +510,7 @@ func evalInput(ev *evaluator, in Input, onThin func(string, Thinning)) (job Job,
 	if err != nil {
 		return Job{}, err
 	}
-	job, err = ev.evalFile(in.Name, f)
+	job, err = ev.evalFile(in.Name, sparseEvaluations(f, ev.evalEvery))
 	if th.Thinned() {
 		job.Thinned = &th
 	}

@@ -36,6 +36,8 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
+	// evalEvery: Options.EvalEvery.
+	evalEvery int
 }
 
 // raw keeps a forecast for the per-job entries (nil when per-job output is

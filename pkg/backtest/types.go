@@ -14,8 +14,11 @@ type Report struct {
 	Source        string    `json:"source"`          // "synthetic examples" or "files"
 	Paths         []string  `json:"paths,omitempty"` // the PATH arguments
 	Cutoffs       []float64 `json:"cutoffs"`
-	FilesRead     int       `json:"filesRead"`
-	Skipped       []Skipped `json:"skipped,omitempty"`
+	// EvalEvery: original runs were scored evaluating their objective at
+	// every EvalEvery-th evaluation only (1: as recorded; --eval-every).
+	EvalEvery int       `json:"evalEvery"`
+	FilesRead int       `json:"filesRead"`
+	Skipped   []Skipped `json:"skipped,omitempty"`
 
 	FilesScored  []SetCount     `json:"filesScored"`
 	ETA          []ETAGroup     `json:"eta"`

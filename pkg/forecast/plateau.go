@@ -32,9 +32,9 @@ import (
 //     the first drop from random initialisation dwarfs a 2 % loss change
 //     that the job exists to make.
 //  5. shortFlatBeforeAnneal: a job with a fixed total that reports no
-//     learning rate, or one held at its peak over the stretch judged (the
-//     stable phase of a warm-up-stable-decay run), will most likely anneal
-//     by its end (step and decay schedules); it must have been flat for
+//     learning rate, or one not yet annealed (warming up, the stable phase
+//     of a warm-up-stable-decay run, a decay under way), will most likely
+//     gain as it anneals by its end; it must have been flat for
 //     PlateauAnnealShare of its planned run.
 //  6. stepScheduleAhead: a job with a fixed total whose own history shows
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
@@ -185,7 +185,7 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
-	peak, atStart, latest, _ := learningRateSince(in, w0)
+	peak, atStart, latest := learningRateSince(in, w0)
 	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak || latest >= 0.95*atStart {
 		return false, ""
 	}
@@ -193,9 +193,9 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 }
 
 // learningRateSince reads the reported learning_rate up to now: its peak,
-// its value at t0 (or the first one logged after it), its latest (NaN
-// when none is reported) and whether one was logged by t0.
-func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest float64, byT0 bool) {
+// its value at t0 (or the first one logged after it) and its latest (NaN
+// when none is reported).
+func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest float64) {
 	atStart, latest = math.NaN(), math.NaN()
 	for i, p := range in.h.Points() {
 		if p.T > in.now {
@@ -209,28 +209,24 @@ func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest floa
 		if p.T <= t0 || math.IsNaN(atStart) {
 			atStart = v
 		}
-		byT0 = byT0 || p.T <= t0
 		latest = v
 	}
-	return peak, atStart, latest, byT0
+	return peak, atStart, latest
 }
 
-// annealAhead: a job reports no learning rate, or one that has held at
-// its peak since t0, the start of the stretch shortFlatBeforeAnneal
-// judges (a warm-up-stable-decay run's stable phase, a step schedule
-// before its first step): its decay, if any, is still to come. A rate
-// first logged after t0 (NaN: the job has not run that long) says nothing
-// of that stretch, and one below its peak is a schedule under way, which
-// learningRateFalling or stepScheduleAhead judge.
-func annealAhead(in *plateauInput, t0 float64) (bool, string) {
+// annealAhead: a job reports no learning rate, or one not yet annealed
+// (above 2 % of its peak: still warming up, in a warm-up-stable-decay
+// run's stable phase, or decaying): its decay, or the rest of it, is
+// still to come.
+func annealAhead(in *plateauInput) (bool, string) {
 	if !in.h.HasMetric("learning_rate") {
 		return true, "no learning rate reported"
 	}
-	peak, atStart, latest, byT0 := learningRateSince(in, t0)
-	if !byT0 || peak <= 0 || math.Min(atStart, latest) < 0.95*peak {
+	peak, _, latest := learningRateSince(in, in.now)
+	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
 	}
-	return true, "learning rate held at its peak"
+	return true, fmt.Sprintf("learning rate not yet annealed (%.3g, peak %.3g)", latest, peak)
 }
 
 // meaningfulGainAhead: the recent pace carried to the planned end
@@ -262,6 +258,10 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 	if !in.fixed || in.s.PlateauAnnealShare <= 0 {
 		return false, ""
 	}
+	ahead, lr := annealAhead(in)
+	if !ahead {
+		return false, ""
+	}
 	xLast := in.obs[len(in.obs)-1].x
 	span := in.xEnd - in.obs[0].x
 	if in.xEnd <= xLast || span <= 0 {
@@ -269,15 +269,11 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 	}
 	x0 := axisAt(in.last, in.xEnd) - in.s.PlateauAnnealShare*span
 	sb := smoothedBest(in.obs)
-	best, before, t0 := sb[len(sb)-1], math.Inf(1), math.NaN()
+	best, before := sb[len(sb)-1], math.Inf(1)
 	for i, o := range in.obs {
 		if o.x < x0 {
-			before, t0 = sb[i], o.t
+			before = sb[i]
 		}
-	}
-	ahead, lr := annealAhead(in, t0)
-	if !ahead {
-		return false, ""
 	}
 	// No observation that early: the job has not run that long yet.
 	gain := in.obs[0].y - best

@@ -117,31 +117,44 @@ func TestPlateauShortFlatBeforeAnneal(t *testing.T) {
 	}
 }
 
-// A warm-up-stable-decay run reports its learning rate, held at its peak
-// until the decay in the last fifth: in the stable phase its decay is
-// still ahead, as for a job that reports no rate, so a flat stretch
-// shorter than PlateauAnnealShare of the budget is not yet a plateau. A
-// rate logged only since the flat stretch began is no such evidence.
-func TestPlateauLearningRateHeldAtPeak(t *testing.T) {
+// A fixed-budget job whose reported learning rate has not annealed yet
+// (held at its peak in a warm-up-stable-decay run's stable phase, or
+// decaying too slowly to count as falling over the stall window) has its
+// decay, or the rest of it, still ahead: as for a job that reports no
+// rate, a flat stretch shorter than PlateauAnnealShare of the budget is
+// not yet a plateau. A longer one is, and so is a short one once the rate
+// has annealed to 2 % of its peak.
+func TestPlateauLearningRateNotYetAnnealed(t *testing.T) {
 	const n = 400 // 4000 steps, 10 s per 10 steps
-	wsd := func(flatFrom, lrFrom float64) *progress.History {
+	run := func(flatFrom float64, lr func(step float64) float64) *progress.History {
 		return scheduled(n, func(step float64) map[string]float64 {
-			ms := map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, flatFrom)/700) + 0.001*math.Sin(step)}
-			if step >= lrFrom {
-				ms["learning_rate"] = 1e-3 * math.Min(1, (4000-step)/800)
+			return map[string]float64{
+				"loss":          2 + 3*math.Exp(-math.Min(step, flatFrom)/700) + 0.001*math.Sin(step),
+				"learning_rate": lr(step),
 			}
-			return ms
 		})
 	}
+	wsd := func(step float64) float64 { return 1e-3 * math.Min(1, (4000-step)/800) }
+	slow := func(step float64) float64 { return 1e-3 * (1 - step/40000) }
+	annealed := func(step float64) float64 { return 1e-3 * math.Max(0.01, 1-step/1500) }
 	s := DefaultSettings()
-	if f := fitAt(wsd(2000, 0), lossMin, 2400, s); f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate held at its peak") {
-		t.Errorf("stable phase, flat for 10%% of the budget: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
-	}
-	if f := fitAt(wsd(1200, 0), lossMin, 2400, s); !f.Plateaued {
-		t.Errorf("stable phase, flat for 30%% of the budget, not plateaued: %q", f.PlateauReason)
-	}
-	if f := fitAt(wsd(2000, 2200), lossMin, 2400, s); !f.Plateaued {
-		t.Errorf("a rate logged only since the flat stretch began held the call: %q", f.PlateauReason)
+	for _, c := range []struct {
+		name      string
+		h         *progress.History
+		plateaued bool
+	}{
+		{"stable phase, flat for 10% of the budget", run(2000, wsd), false},
+		{"slow decay, flat for 10% of the budget", run(2000, slow), false},
+		{"stable phase, flat for 30% of the budget", run(1200, wsd), true},
+		{"annealed to 1% of its peak, flat for 10% of the budget", run(2000, annealed), true},
+	} {
+		f := fitAt(c.h, lossMin, 2400, s)
+		if f.Plateaued != c.plateaued {
+			t.Errorf("%s: plateaued=%v, want %v (%q)", c.name, f.Plateaued, c.plateaued, f.PlateauReason)
+		}
+		if !c.plateaued && !strings.Contains(f.PlateauReason, "learning rate not yet annealed") {
+			t.Errorf("%s: held by %q, want the anneal rule", c.name, f.PlateauReason)
+		}
 	}
 }
 
