@@ -19,10 +19,10 @@ func sparseEvaluations(f *progress.HistoryFile, n int) *progress.HistoryFile {
 		return f
 	}
 	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, len(f.Reports))}
+	has := func(m progress.MetricValue) bool { return m.Name == obj.Metric }
 	seen := 0
 	for i, r := range f.Reports {
 		out.Reports[i] = r
-		has := func(m progress.MetricValue) bool { return m.Name == obj.Metric }
 		if !slices.ContainsFunc(r.TrainerStatus.Metrics, has) {
 			continue
 		}
