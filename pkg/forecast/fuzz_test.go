@@ -38,6 +38,12 @@ func FuzzFitUntrustedHistory(f *testing.F) {
 	}
 	f.Add([]byte(fuzzHistoryFile), stored)
 	f.Add([]byte(`{"kind":"ProgressHistory","version":1}`+"\n"+`{"t":1e308,"trainerStatus":{"progressPercentage":1e400}}`), []byte(`{"v":1,"t":[1e308,-1],"cols":{"m:loss":{}}}`))
+	// A fixed budget with a learning rate and a target: the schedule rules
+	// and the time to target.
+	f.Add([]byte(`{"kind":"ProgressHistory","version":1,"objective":{"metric":"loss","direction":"minimize","target":0.5}}`+"\n"+
+		`{"t":0,"trainerStatus":{"metrics":[{"name":"current_step","value":"0"},{"name":"total_steps","value":"100"},{"name":"loss","value":"3"},{"name":"learning_rate","value":"1e-4"}]}}`+"\n"+
+		`{"t":10,"trainerStatus":{"metrics":[{"name":"current_step","value":"10"},{"name":"total_steps","value":"100"},{"name":"loss","value":"2"},{"name":"learning_rate","value":"1e-3"}]}}`+"\n"+
+		`{"t":20,"trainerStatus":{"metrics":[{"name":"current_step","value":"20"},{"name":"total_steps","value":"100"},{"name":"loss","value":"1.9"},{"name":"learning_rate","value":"9e-4"}]}}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, file, stored []byte) {
 		if hf, err := progress.ReadHistoryFile(bytes.NewReader(file)); err == nil {
 			h := progress.NewHistory(progress.DefaultLimits())
