@@ -19,8 +19,8 @@ import (
 //     distinct observations.
 //  2. overfitting: the evaluated objective is worse than its best beyond
 //     its noise for the last two evaluations while the training loss still
-//     falls. The strongest stop signal for fine-tuning; it overrides the
-//     schedule rules below.
+//     falls beyond its own noise. The strongest stop signal for
+//     fine-tuning; it overrides the schedule rules below.
 //  3. learningRateFalling: a job with a fixed total whose reported
 //     learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
@@ -122,7 +122,7 @@ func tooFewObservations(in *plateauInput) (bool, string) {
 // overfitting: the objective is an evaluation metric, its last two
 // observations are both worse than its best by more than three times its
 // noise and 1 % of its value, and the training loss improved over the same
-// stretch.
+// stretch by more than 1 % and three times its own noise.
 func overfitting(in *plateauInput) (bool, string) {
 	if !strings.Contains(in.obj.Metric, "val") && !strings.HasPrefix(in.obj.Metric, "eval") {
 		return false, ""
@@ -152,6 +152,7 @@ func overfitting(in *plateauInput) (bool, string) {
 	// Training loss (minimized) from the objective's best to now.
 	tb := in.obs[bi].t
 	atBest, latest := math.NaN(), math.NaN()
+	var tr []objPoint
 	for i, p := range in.h.Points() {
 		if p.T > in.now {
 			break
@@ -165,9 +166,18 @@ func overfitting(in *plateauInput) (bool, string) {
 			// after it (a trainer may log its loss less often).
 			atBest = v
 		}
+		if len(tr) == 0 || tr[len(tr)-1].y != v { // each logged value once
+			tr = append(tr, objPoint{t: p.T, y: v})
+		}
 		latest = v
 	}
 	if math.IsNaN(atBest) || !(latest < atBest*(1-0.01)) {
+		return false, ""
+	}
+	// A fall within the training loss's own noise is no evidence: with
+	// sparse evaluations a noisy eval loss would otherwise meet a training
+	// loss that merely wobbled (docs/backtest.md 7.8).
+	if atBest-latest <= 3*noiseScale(tr) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("overfitting: %s is worse than its best by %.3g while the training loss fell %.3g→%.3g",

@@ -94,6 +94,20 @@ func TestPlateauOverfitting(t *testing.T) {
 	if f.Diverging {
 		t.Errorf("overfitting flagged as divergence: %s", f.DivergenceReason)
 	}
+	// The same eval loss beside a training loss that only wobbles (±0.02
+	// each log, drifting down 2 % between the eval's best and now): a
+	// fall within its own noise is no evidence of overfitting.
+	wobbly := scheduled(n, func(step float64) map[string]float64 {
+		ev := 1 + 2/(1+math.Min(step, 1500)/100) + 0.001*math.Max(0, step-1500)
+		wobble := 0.02
+		if int(step/10)%2 == 1 {
+			wobble = -0.02
+		}
+		return map[string]float64{"eval_loss": ev, "loss": 0.93 - 0.00002*step + wobble, "learning_rate": 1e-3 * (1 - step/(10*n))}
+	})
+	if g := fitAt(wobbly, evalMin, 0.8*10*n, DefaultSettings()); strings.HasPrefix(g.PlateauReason, "overfitting") {
+		t.Errorf("a training loss within its noise called overfitting: %q", g.PlateauReason)
+	}
 }
 
 // With a fixed total and no learning rate reported, a flat stretch shorter
