@@ -115,7 +115,7 @@ func (t *tw) intro(r *Report) {
 	t.f("%d files read, %d skipped. Cutoffs at %s of each run's outcome.endSeconds; only reports with t <= cut are used.\n",
 		r.FilesRead, len(r.Skipped), strings.Join(cuts, ", "))
 	if r.EvalEvery > 1 {
-		t.f("Stress test: each original run's objective kept at every %d-th evaluation only (--eval-every; docs/backtest.md 7.8).\n", r.EvalEvery)
+		t.f("Stress test (--eval-every %d): each original run's objective kept at one of every %d evaluations and at its last report (docs/backtest.md 7.8).\n", r.EvalEvery, r.EvalEvery)
 	}
 	t.f("Errors are percentages; definitions in docs/backtest.md (the same as shared/eval/baseline.py).\n\n")
 	for _, s := range r.Skipped {
