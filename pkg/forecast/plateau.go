@@ -149,9 +149,23 @@ func overfitting(in *plateauInput) (bool, string) {
 	if in.obs[n-2].y-best <= thr || in.obs[n-1].y-best <= thr {
 		return false, ""
 	}
-	// Training loss (minimized) from the objective's best to now.
-	tb := in.obs[bi].t
-	atBest, latest := math.NaN(), math.NaN()
+	atBest, latest, noise := trainingLossSince(in, train, in.obs[bi].t)
+	// A fall within the training loss's own noise is no evidence: with
+	// sparse evaluations a noisy eval loss would otherwise meet a training
+	// loss that merely wobbled (docs/backtest.md 7.8).
+	if math.IsNaN(atBest) || !(latest < atBest*(1-0.01)) || atBest-latest <= 3*noise {
+		return false, ""
+	}
+	return true, fmt.Sprintf("overfitting: %s is worse than its best by %.3g while the training loss fell %.3g→%.3g",
+		in.obj.Metric, in.obs[n-1].y-best, atBest, latest)
+}
+
+// trainingLossSince reads the training loss (metric train, minimized) up
+// to now: its value at tb (or the first one logged after it: a trainer may
+// log its loss less often), its latest (NaN when none) and its noise
+// (noiseScale over its distinct logged values).
+func trainingLossSince(in *plateauInput, train string, tb float64) (atBest, latest, noise float64) {
+	atBest, latest = math.NaN(), math.NaN()
 	var tr []objPoint
 	for i, p := range in.h.Points() {
 		if p.T > in.now {
@@ -162,8 +176,6 @@ func overfitting(in *plateauInput) (bool, string) {
 			continue
 		}
 		if p.T <= tb || math.IsNaN(atBest) {
-			// The value at the objective's best, or the first one logged
-			// after it (a trainer may log its loss less often).
 			atBest = v
 		}
 		if len(tr) == 0 || tr[len(tr)-1].y != v { // each logged value once
@@ -171,17 +183,7 @@ func overfitting(in *plateauInput) (bool, string) {
 		}
 		latest = v
 	}
-	if math.IsNaN(atBest) || !(latest < atBest*(1-0.01)) {
-		return false, ""
-	}
-	// A fall within the training loss's own noise is no evidence: with
-	// sparse evaluations a noisy eval loss would otherwise meet a training
-	// loss that merely wobbled (docs/backtest.md 7.8).
-	if atBest-latest <= 3*noiseScale(tr) {
-		return false, ""
-	}
-	return true, fmt.Sprintf("overfitting: %s is worse than its best by %.3g while the training loss fell %.3g→%.3g",
-		in.obj.Metric, in.obs[n-1].y-best, atBest, latest)
+	return atBest, latest, noiseScale(tr)
 }
 
 // learningRateFalling: a fixed total not yet reached, and the reported
