@@ -166,22 +166,12 @@ func overfitting(in *plateauInput) (bool, string) {
 // (noiseScale over its distinct logged values).
 func trainingLossSince(in *plateauInput, train string, tb float64) (atBest, latest, noise float64) {
 	atBest, latest = math.NaN(), math.NaN()
-	var tr []objPoint
-	for i, p := range in.h.Points() {
-		if p.T > in.now {
-			break
+	tr := metricValues(in.h, train, in.now)
+	for _, o := range tr {
+		if o.t <= tb || math.IsNaN(atBest) {
+			atBest = o.y
 		}
-		v := in.h.Value(i, train)
-		if math.IsNaN(v) {
-			continue
-		}
-		if p.T <= tb || math.IsNaN(atBest) {
-			atBest = v
-		}
-		if len(tr) == 0 || tr[len(tr)-1].y != v { // each logged value once
-			tr = append(tr, objPoint{t: p.T, y: v})
-		}
-		latest = v
+		latest = o.y
 	}
 	return atBest, latest, noiseScale(tr)
 }
@@ -209,19 +199,15 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 // when none is reported).
 func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest float64) {
 	atStart, latest = math.NaN(), math.NaN()
-	for i, p := range in.h.Points() {
-		if p.T > in.now {
-			break
-		}
-		v := in.h.Value(i, "learning_rate")
-		if math.IsNaN(v) || v < 0 {
+	for _, o := range metricValues(in.h, "learning_rate", in.now) {
+		if o.y < 0 {
 			continue
 		}
-		peak = math.Max(peak, v)
-		if p.T <= t0 || math.IsNaN(atStart) {
-			atStart = v
+		peak = math.Max(peak, o.y)
+		if o.t <= t0 || math.IsNaN(atStart) {
+			atStart = o.y
 		}
-		latest = v
+		latest = o.y
 	}
 	return peak, atStart, latest
 }

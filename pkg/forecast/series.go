@@ -114,6 +114,27 @@ func objectiveSeries(h *progress.History, metric string, sign float64, axis axis
 	return out
 }
 
+// metricValues is metric's finite values up to time now, each logged value
+// once (later reports repeat a value until the next log), at the time it
+// was first seen; nil when the job never reported the metric. The schedule
+// and overfitting rules read the learning rate and the training loss
+// through it.
+func metricValues(h *progress.History, metric string, now float64) []objPoint {
+	c, ok := h.MetricColumn(metric)
+	if !ok {
+		return nil
+	}
+	var out []objPoint
+	for _, p := range pointsUpTo(h, now) {
+		v := p.Metric(c)
+		if math.IsNaN(v) || (len(out) > 0 && out[len(out)-1].y == v) {
+			continue
+		}
+		out = append(out, objPoint{t: p.T, y: v})
+	}
+	return out
+}
+
 // pointsUpTo is the history's points at or before now: a prefix, since a
 // history's times never decrease (progress.History.Observe and the codec
 // refuse any that would), shared read-only (its capacity ends at its
