@@ -271,7 +271,12 @@ func predictFinal(st *fitState) bool {
 		pin.pace, pin.paceHorizon = recentPaceGain(pin)
 	}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
-	targetStop := st.obj.Target != nil && math.IsNaN(st.axis.total(st.last)) && s.EndStep == nil && len(obs) > 0 && st.best > sign**st.obj.Target
+	stopsAtTarget := st.obj.Target != nil && math.IsNaN(st.axis.total(st.last)) && s.EndStep == nil && len(obs) > 0
+	targetStop := stopsAtTarget && st.best > sign**st.obj.Target
+	pin.targetMet = stopsAtTarget && !targetStop
+	if targetStop {
+		pin.toTarget = f.TimeToTarget
+	}
 	switch {
 	case st.curveOK:
 		predictFinalFromCurve(st, targetStop)

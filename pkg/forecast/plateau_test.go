@@ -192,3 +192,61 @@ func TestPlateauStepScheduleAhead(t *testing.T) {
 		t.Errorf("at 80%%, flat for longer than the step period: not plateaued: %q", f.PlateauReason)
 	}
 }
+
+// A job that stops at its target (no total), approaching it slowly, with
+// its last two evaluations just below its best: the stall rule alone
+// calls that a plateau. Its own forecast reaches the target sooner than it
+// has run so far, so it is held; with a target out of reach, or already
+// reached, it is plateaued.
+func TestPlateauTargetInReach(t *testing.T) {
+	h := progress.NewHistory(progress.DefaultLimits())
+	best := 0.0
+	for i := 1; i <= 13; i++ { // an evaluation every 40 s
+		acc := 0.722 - 0.045/math.Pow(float64(i), 1.2)
+		if i >= 12 {
+			acc = best - 0.0003*float64(i-11)
+		}
+		best = math.Max(best, acc)
+		h.Observe(40*float64(i), progress.TrainerStatus{Metrics: metrics(
+			"accuracy", strconv.FormatFloat(acc, 'g', 6, 64), "epoch", strconv.FormatFloat(0.05*float64(i), 'g', 6, 64))})
+	}
+	s := DefaultSettings()
+	for _, c := range []struct {
+		target    float64
+		plateaued bool
+	}{
+		{0.72, false}, // 0.0005 to go at the recent pace
+		{0.75, true},  // beyond what the curve reaches
+		{0.70, true},  // reached and overrun: the job should have stopped
+	} {
+		f := fitAt(h, progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: f64(c.target)}, 520, s)
+		if f.Plateaued != c.plateaued {
+			t.Errorf("target %v: plateaued=%v, want %v (%q)", c.target, f.Plateaued, c.plateaued, f.PlateauReason)
+		}
+		if !c.plateaued && !strings.HasPrefix(f.PlateauReason, "reaches its target") {
+			t.Errorf("target %v: held by %q, want the target rule", c.target, f.PlateauReason)
+		}
+	}
+}
+
+// A job that stops at its target, past a steep start and creeping up by
+// 0.0005 an evaluation: short of its target the creep is a meaningful gain
+// ahead; past its target it is not (what the job asked for is done), and
+// the stall calls it plateaued.
+func TestPlateauTargetMetNoMeaningfulGain(t *testing.T) {
+	h := progress.NewHistory(progress.DefaultLimits())
+	for i := 1; i <= 16; i++ { // an evaluation every 20 s
+		acc := 0.70 - 0.3*math.Exp(-float64(i)/1.5) + 0.0005*float64(i)
+		h.Observe(20*float64(i), progress.TrainerStatus{Metrics: metrics(
+			"accuracy", strconv.FormatFloat(acc, 'g', 6, 64), "samples_count", strconv.Itoa(150000*i))})
+	}
+	s := DefaultSettings()
+	short := fitAt(h, progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: f64(0.715)}, 320, s)
+	if short.Plateaued || !strings.HasPrefix(short.PlateauReason, "still") {
+		t.Errorf("short of its target: plateaued=%v (%q), want held by the meaningful gain ahead", short.Plateaued, short.PlateauReason)
+	}
+	met := fitAt(h, progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: f64(0.70)}, 320, s)
+	if !met.Plateaued {
+		t.Errorf("past its target: not plateaued (%q)", met.PlateauReason)
+	}
+}
