@@ -74,6 +74,30 @@ func activityStats(times []float64) (med, p95 float64, ok bool) {
 	return intervalStats(d)
 }
 
+// longestRecoveredGap is the longest silence between two activity times
+// (act, from activityTimes) that the job came back from: an evaluation, a
+// checkpoint or a data reload it already survived. Only the current segment
+// counts (a restart is not a pause), and only intact stored points (a gap
+// that thinning made is not one the job showed). pts are the stored points
+// up to now, indexed as h.Points().
+func longestRecoveredGap(h *progress.History, pts []progress.Point, act []float64) float64 {
+	i := h.IntactFrom()
+	if i >= len(pts) {
+		return 0
+	}
+	seg := pts[len(pts)-1].Seg
+	for i < len(pts) && pts[i].Seg != seg {
+		i++
+	}
+	from, gap := pts[i].T, 0.0
+	for k := 1; k < len(act); k++ {
+		if act[k-1] >= from {
+			gap = math.Max(gap, act[k]-act[k-1])
+		}
+	}
+	return gap
+}
+
 // hangThreshold: a job is hung when it shows no progress for twice its
 // normal interval (or its 95th-percentile interval, whichever is longer,
 // capped at three intervals) plus a fixed slack for scheduling jitter.

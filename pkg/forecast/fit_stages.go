@@ -122,8 +122,10 @@ func measureProgress(st *fitState) bool {
 }
 
 // detectHang: silent for longer than the job's own rhythm allows — the
-// longer of the report-based and the change-based threshold, so a job
-// whose progress moves only at evaluations is judged by their cadence.
+// longest of the report-based threshold, the change-based threshold and
+// the longest pause the job already came back from (plus the slack), so a
+// job whose progress moves only at evaluations is judged by their cadence
+// and one that stops for each evaluation by the length of those stops.
 func detectHang(st *fitState) bool {
 	f, s := &st.f, st.s
 	med, p95, okStats := reportStats(st.pts)
@@ -133,18 +135,33 @@ func detectHang(st *fitState) bool {
 		return true
 	}
 	f.ReportInterval = ptr(med)
-	thr, basis := hangThreshold(med, p95, s), fmt.Sprintf("the %.0fs median report interval", med)
+	// Which threshold won, kept as its parts: the reason is written only
+	// for a hung job (this runs at every forecast).
+	const byReports, byChanges, byPause = 0, 1, 2
+	thr, by, interval := hangThreshold(med, p95, s), byReports, med
 	if am, ap, ok := activityStats(act); ok {
 		if at := hangThreshold(am, ap, s); at > thr {
-			thr, basis = at, fmt.Sprintf("the %.0fs median interval between changes", am)
+			thr, by, interval = at, byChanges, am
 		}
 	}
-	f.HangAfter = ptr(thr)
-	if f.SinceProgress > thr {
-		f.Hung = true
-		f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %.0f× %s + %.0fs)",
-			f.SinceProgress, thr, s.HangMultiple, basis, s.HangSlack)
+	if gap := longestRecoveredGap(st.h, st.pts, act); gap+s.HangSlack > thr {
+		thr, by, interval = gap+s.HangSlack, byPause, gap
 	}
+	f.HangAfter = ptr(thr)
+	if f.SinceProgress <= thr {
+		return true
+	}
+	var rule string
+	switch by {
+	case byReports:
+		rule = fmt.Sprintf("%.0f× the %.0fs median report interval + %.0fs", s.HangMultiple, interval, s.HangSlack)
+	case byChanges:
+		rule = fmt.Sprintf("%.0f× the %.0fs median interval between changes + %.0fs", s.HangMultiple, interval, s.HangSlack)
+	default:
+		rule = fmt.Sprintf("the %.0fs pause it already came back from + %.0fs", interval, s.HangSlack)
+	}
+	f.Hung = true
+	f.HangReason = fmt.Sprintf("no progress for %.0fs (threshold %.0fs: %s)", f.SinceProgress, thr, rule)
 	return true
 }
 

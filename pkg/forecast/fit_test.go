@@ -168,6 +168,42 @@ func TestFitHangStaleHeartbeat(t *testing.T) {
 	}
 }
 
+// A job that stood still for 180 s once (it went on reporting the same
+// values, as during a long evaluation) and came back is not hung by a
+// shorter silence later: the threshold is that pause plus the slack. A
+// pause before a restart does not count.
+func TestFitHangAfterARecoveredPause(t *testing.T) {
+	r := healthy()
+	var frozen progress.TrainerStatus
+	pause := func(i int, _ float64, s *progress.TrainerStatus) bool {
+		switch {
+		case i == 40:
+			frozen = *s
+		case i > 40 && i < 58:
+			*s = frozen
+		}
+		return true
+	}
+	h := r.history(1000, pause)
+	if f := Fit(h, lossMin, 1000+150, DefaultSettings()); f.Hung || f.HangAfter == nil || *f.HangAfter != 180+45 {
+		t.Errorf("150 s of silence after a 180 s pause: hung %v (%s), threshold %v, want 225", f.Hung, f.HangReason, f.HangAfter)
+	}
+	f := Fit(h, lossMin, 1000+230, DefaultSettings())
+	if !f.Hung || !strings.Contains(f.HangReason, "the 180s pause it already came back from + 45s") {
+		t.Errorf("230 s of silence after a 180 s pause: hung %v, reason %q", f.Hung, f.HangReason)
+	}
+
+	h = r.history(700, pause)
+	h.Resume()
+	for i := 71; i <= 100; i++ {
+		h.Observe(float64(i)*10, progress.TrainerStatus{Metrics: metrics("loss", fmt.Sprint(1.5-float64(i)/1000),
+			"current_step", fmt.Sprint((i-70)*50), "total_steps", "10000")})
+	}
+	if f := Fit(h, lossMin, 1000+2*10+45+5, DefaultSettings()); !f.Hung {
+		t.Errorf("a pause before the restart raised the threshold: %v", *f.HangAfter)
+	}
+}
+
 // A job whose counter moves only at evaluations (every 20 reports here)
 // but whose training loss changes at every report is not hung; one that
 // also stops logging new values is, after its own cadence of changes.

@@ -110,6 +110,17 @@ func (h *History) Heartbeats() int { return h.heartbeats }
 // Thinned counts points dropped to respect the bound.
 func (h *History) Thinned() int { return h.thinned }
 
+// IntactFrom is the index of the first stored point from which on no point
+// was ever dropped by the bound: gaps between later points are gaps in the
+// job's reports, not in storage. Thinning touches only the head, so the
+// last TailPoints points are intact once anything was thinned.
+func (h *History) IntactFrom() int {
+	if h.thinned == 0 {
+		return 0
+	}
+	return max(0, len(h.points)-h.limits.TailPoints)
+}
+
 // FirstNonFinite is the first time a loss-like metric reported NaN/Inf, or NaN.
 func (h *History) FirstNonFinite() float64 { return h.firstNaN }
 

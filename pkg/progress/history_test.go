@@ -91,6 +91,9 @@ func TestHistoryBoundKeepsEarlyShapeAndDenseTail(t *testing.T) {
 	const n = 100000
 	for i := 0; i < n; i++ {
 		h.Observe(float64(i*5), report(i, n, 3/(1+float64(i)/100)))
+		if i == l.MaxPoints-1 && h.IntactFrom() != 0 {
+			t.Fatalf("IntactFrom %d before anything was thinned", h.IntactFrom())
+		}
 	}
 	if h.Len() > l.MaxPoints {
 		t.Fatalf("len %d exceeds bound %d", h.Len(), l.MaxPoints)
@@ -99,8 +102,12 @@ func TestHistoryBoundKeepsEarlyShapeAndDenseTail(t *testing.T) {
 	if pts[0].T != 0 {
 		t.Errorf("first point dropped: %v", pts[0].T)
 	}
-	// The tail is dense: the last TailPoints points are consecutive reports.
-	tail := pts[len(pts)-l.TailPoints:]
+	// The tail is dense: the last TailPoints points are consecutive reports,
+	// and IntactFrom says where they begin.
+	if got, want := h.IntactFrom(), len(pts)-l.TailPoints; got != want {
+		t.Errorf("IntactFrom %d after thinning, want %d", got, want)
+	}
+	tail := pts[h.IntactFrom():]
 	for i := 1; i < len(tail); i++ {
 		if tail[i].T-tail[i-1].T != 5 {
 			t.Fatalf("tail not dense at %d: %v -> %v", i, tail[i-1].T, tail[i].T)
