@@ -39,7 +39,7 @@ FUZZMINIMIZE ?= 2s
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-.PHONY: all build test unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+.PHONY: all build test modules unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -84,7 +84,10 @@ image: ## The planner's image for this machine's architecture, offline: bin/imag
 images: ## Both images (planner, planner-scheduler) for linux/amd64 and linux/arm64, offline (OCI archives with an index).
 	$(MAKE) image-planner image-scheduler ARCHS="amd64 arm64"
 
-test: fmt-check vet-main unit-main e2e ## The full test suite (README's test command; .ci/run calls it). The nested modules' vet and unit tests and the old pair's vet run inside e2e (nested-scheduler, nested-compat, nested-release), beside the e2e lanes.
+test: modules fmt-check vet-main unit-main e2e ## The full test suite (README's test command; .ci/run calls it). The nested modules' vet and unit tests and the old pair's vet run inside e2e (nested-scheduler, nested-compat, nested-release), beside the e2e lanes.
+
+modules: ## Download every pinned Go module the suite builds, retrying each set (a cold machine's one network step; hack/download-modules.sh).
+	GO=$(GO) bash hack/download-modules.sh
 
 unit: unit-main unit-scheduler ## Unit tests: fast, no binaries, no shared data (the product, then the scheduler plugin's nested module).
 
