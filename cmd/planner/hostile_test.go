@@ -32,6 +32,10 @@ func TestAbsurdFlagsAreUsageErrors(t *testing.T) {
 	}{
 		{[]string{"backtest", "--workers", "100000000"}, fmt.Sprintf("--workers 100000000: must be in [0, %d]", backtest.MaxWorkers())},
 		{[]string{"backtest", "--workers", "-5"}, "--workers -5: must be in [0,"},
+		{[]string{"backtest", "--eval-every", "0"}, "--eval-every 0: must be at least 1"},
+		{[]string{"backtest", "--eval-pause", "-1"}, "--eval-pause -1: must be in [0, 100]"},
+		{[]string{"backtest", "--eval-pause", "NaN"}, "--eval-pause NaN: must be in [0, 100]"},
+		{[]string{"backtest", "--eval-pause", "1e9"}, "--eval-pause 1e+09: must be in [0, 100]"},
 		{[]string{"report", "--quota", "-5", steps}, fmt.Sprintf("--quota -5: must be in [0, %d]", report.MaxGPUs)},
 		{[]string{"report", "--admit-sizes", "99999999999", steps}, fmt.Sprintf("want integers in [1, %d]", report.MaxGPUs)},
 		{[]string{"forecast", steps, "--at", "1e308"}, fmt.Sprintf("--at 1e+308: want seconds in [0, %d]", maxRunSeconds)},

@@ -52,6 +52,10 @@ type Options struct {
 	// EvalEvery > 1 scores each original run as if it evaluated its
 	// objective that many times less often (sparseEvaluations).
 	EvalEvery int
+	// EvalPause > 0 scores each original run as if training stopped at
+	// each evaluation for EvalPause of its median report intervals
+	// (pausedEvaluations; at most MaxEvalPause).
+	EvalPause float64
 }
 
 // FilesFromPaths expands files and directories into inputs
@@ -438,7 +442,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Optimus == nil {
 		opt.Optimus = OptimusOnly
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery}
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause}
 
 	type result struct {
 		job Job
@@ -470,7 +474,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), FilesRead: len(inputs)}
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {
 		if res.err != nil {
@@ -510,7 +514,7 @@ func evalInput(ev *evaluator, in Input, onThin func(string, Thinning)) (job Job,
 	if err != nil {
 		return Job{}, err
 	}
-	job, err = ev.evalFile(in.Name, sparseEvaluations(f, ev.evalEvery))
+	job, err = ev.evalFile(in.Name, ev.stressed(f))
 	if th.Thinned() {
 		job.Thinned = &th
 	}

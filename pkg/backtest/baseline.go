@@ -91,18 +91,9 @@ type obsPoint struct{ t, x, y float64 }
 // counter xk, else t.
 func series(reps []rep, metric, xk string) []obsPoint {
 	var out []obsPoint
-	prev, havePrev := "", false
-	for _, r := range reps {
-		v, ok := r.m[metric]
-		if !ok {
-			havePrev = false
-			continue
-		}
-		if havePrev && v == prev {
-			continue
-		}
-		prev, havePrev = v, true
-		y, ok := fnum(v, true)
+	for _, i := range valueChanges(reps, metric) {
+		r := reps[i]
+		y, ok := fnum(r.m[metric], true)
 		if !ok || math.IsNaN(y) || math.IsInf(y, 0) {
 			continue
 		}
@@ -114,6 +105,28 @@ func series(reps []rep, metric, xk string) []obsPoint {
 			x = r.t
 		}
 		out = append(out, obsPoint{r.t, x, y})
+	}
+	return out
+}
+
+// valueChanges are the indices of the reports at which the metric's value
+// (string) changed: every report repeats the latest value of each metric,
+// so a change is a new observation (for the objective, an evaluation). A
+// report without the metric ends a run of equal values; one that repeats
+// its predecessor exactly is not seen, as a live reader would not see it.
+func valueChanges(reps []rep, metric string) []int {
+	var out []int
+	prev, havePrev := "", false
+	for i, r := range reps {
+		v, ok := r.m[metric]
+		if !ok {
+			havePrev = false
+			continue
+		}
+		if !havePrev || v != prev {
+			out = append(out, i)
+		}
+		prev, havePrev = v, true
 	}
 	return out
 }

@@ -36,8 +36,9 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
-	// evalEvery: Options.EvalEvery.
+	// evalEvery, evalPause: Options.EvalEvery and EvalPause (stressed).
 	evalEvery int
+	evalPause float64
 }
 
 // raw keeps a forecast for the per-job entries (nil when per-job output is

@@ -117,6 +117,9 @@ func (t *tw) intro(r *Report) {
 	if r.EvalEvery > 1 {
 		t.f("Stress test (--eval-every %d): each original run's objective kept at one of every %d evaluations and at its last report (docs/backtest.md 7.8).\n", r.EvalEvery, r.EvalEvery)
 	}
+	if r.EvalPause > 0 {
+		t.f("Stress test (--eval-pause %g): each original run stops training at each evaluation for %g of its median report intervals, reporting as it waits (docs/backtest.md 7.10).\n", r.EvalPause, r.EvalPause)
+	}
 	t.f("Errors are percentages; definitions in docs/backtest.md (the same as shared/eval/baseline.py).\n\n")
 	for _, s := range r.Skipped {
 		t.f("- skipped %s: %s\n", s.File, s.Error)

@@ -16,7 +16,11 @@ type Report struct {
 	Cutoffs       []float64 `json:"cutoffs"`
 	// EvalEvery: original runs were scored evaluating their objective at
 	// every EvalEvery-th evaluation only (1: as recorded; --eval-every).
-	EvalEvery int       `json:"evalEvery"`
+	EvalEvery int `json:"evalEvery"`
+	// EvalPause: original runs were scored as if training stopped at each
+	// evaluation for EvalPause of their median report intervals (0: as
+	// recorded; --eval-pause).
+	EvalPause float64   `json:"evalPause"`
 	FilesRead int       `json:"filesRead"`
 	Skipped   []Skipped `json:"skipped,omitempty"`
 

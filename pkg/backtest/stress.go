@@ -1,0 +1,146 @@
+package backtest
+
+import (
+	"math"
+	"slices"
+
+	"github.com/progress-planner/planner/pkg/progress"
+)
+
+// Stress tests: an original run recast as a job kind the corpus lacks, to
+// see how the rules fare on it (docs/backtest.md 7.8 and 7.10). They are
+// stress tests, not a second corpus: the truths (plateau time, final
+// value, end) come from the recast run too. Incident files and files
+// without a header objective are returned as they are: their labels are
+// tied to their reports.
+
+// MaxEvalPause bounds Options.EvalPause (report intervals).
+const MaxEvalPause = 100
+
+// stressed applies the evaluator's stress tests to f: fewer evaluations
+// first, then a pause at each evaluation that is left.
+func (ev *evaluator) stressed(f *progress.HistoryFile) *progress.HistoryFile {
+	return pausedEvaluations(sparseEvaluations(f, ev.evalEvery), ev.evalPause)
+}
+
+// stressable: an original run with a header objective.
+func stressable(f *progress.HistoryFile) (progress.Objective, bool) {
+	obj, ok := f.Header.ObjectiveSpec()
+	return obj, ok && !isIncident(f.Header)
+}
+
+func objectiveValue(r progress.FileReport, metric string) (string, bool) {
+	i := slices.IndexFunc(r.TrainerStatus.Metrics, func(m progress.MetricValue) bool { return m.Name == metric })
+	if i < 0 {
+		return "", false
+	}
+	return r.TrainerStatus.Metrics[i].Value, true
+}
+
+// withObjective is r with the objective set to value, or removed when
+// !ok; r's metrics are not modified.
+func withObjective(r progress.FileReport, metric, value string, ok bool) progress.FileReport {
+	is := func(m progress.MetricValue) bool { return m.Name == metric }
+	ms := slices.DeleteFunc(slices.Clone(r.TrainerStatus.Metrics), is)
+	if ok {
+		ms = append(ms, progress.MetricValue{Name: metric, Value: value})
+	}
+	r.TrainerStatus.Metrics = ms
+	return r
+}
+
+// sparseEvaluations is an original run as if it evaluated its objective
+// n times less often (Options.EvalEvery): only every n-th evaluation is
+// kept, and each report carries the latest kept value, as a reporter that
+// repeats its cached metrics would (none before the first kept one). The
+// last report keeps its own value, so the run ends where it did. Progress
+// and the other metrics are kept.
+func sparseEvaluations(f *progress.HistoryFile, n int) *progress.HistoryFile {
+	obj, ok := stressable(f)
+	if n <= 1 || !ok {
+		return f
+	}
+	evals := valueChanges(toReps(f), obj.Metric)
+	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, len(f.Reports))}
+	kept, has, next := "", false, 0
+	for i, r := range f.Reports {
+		if next < len(evals) && evals[next] == i {
+			next++
+			if next%n == 0 {
+				kept, has = objectiveValue(r, obj.Metric)
+			}
+		}
+		if i == len(f.Reports)-1 {
+			out.Reports[i] = r
+			continue
+		}
+		out.Reports[i] = withObjective(r, obj.Metric, kept, has)
+	}
+	return out
+}
+
+// pausedEvaluations is an original run as if training stopped at each
+// evaluation for n of its median report intervals (Options.EvalPause), a
+// job whose evaluation pass takes minutes while it reports every few
+// seconds: after every evaluation but one at the last report, the job
+// goes on sending that report as a heartbeat through the pause, and
+// everything after comes that much later. Reported ETAs are rescaled by
+// new t / old t, as a reporter that estimates from elapsed time would
+// rescale them; the end moves by the pauses before it.
+func pausedEvaluations(f *progress.HistoryFile, n float64) *progress.HistoryFile {
+	obj, ok := stressable(f)
+	if n <= 0 || !ok {
+		return f
+	}
+	reps := toReps(f)
+	every := medianInterval(reps)
+	if every <= 0 {
+		return f
+	}
+	evals := valueChanges(reps, obj.Metric)
+	// One heartbeat per report interval, but never more than MaxReports in
+	// all: a run with very many evaluations gets fewer, wider-spaced ones.
+	pause, beats, beat := n*every, min(int(n), MaxReports/max(len(evals), 1)), every
+	if beats < int(n) {
+		beat = pause / float64(beats+1)
+	}
+	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, 0, len(f.Reports)+len(evals)*beats)}
+	shift, next := 0.0, 0
+	for i, r := range f.Reports {
+		out.Reports = append(out.Reports, shifted(r, shift))
+		if next >= len(evals) || evals[next] != i {
+			continue
+		}
+		next++
+		if i == len(f.Reports)-1 {
+			continue
+		}
+		for k := 1; k <= beats; k++ {
+			out.Reports = append(out.Reports, shifted(r, shift+float64(k)*beat))
+		}
+		shift += pause
+	}
+	if o := f.Header.Outcome; o != nil {
+		end := *o
+		end.EndSeconds += shift
+		out.Header.Outcome = &end
+	}
+	return out
+}
+
+// shifted is r moved shift seconds later, its ETA rescaled to match.
+func shifted(r progress.FileReport, shift float64) progress.FileReport {
+	t := r.T + shift
+	r.TrainerStatus.EstimatedRemainingSeconds = rescaled(r.TrainerStatus.EstimatedRemainingSeconds, r.T, t)
+	r.T = t
+	return r
+}
+
+// rescaled is an ETA estimated at elapsed time from as it would be at to.
+func rescaled(eta *float64, from, to float64) *float64 {
+	if eta == nil || from <= 0 {
+		return eta
+	}
+	v := math.Round(*eta * to / from)
+	return &v
+}

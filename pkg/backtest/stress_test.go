@@ -1,0 +1,124 @@
+package backtest
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/progress-planner/planner/pkg/progress"
+)
+
+// historyFile reads a history file with an eval_loss objective from its
+// report lines.
+func historyFile(t *testing.T, reports ...string) *progress.HistoryFile {
+	t.Helper()
+	b := strings.Builder{}
+	b.WriteString(`{"kind":"ProgressHistory","version":1,"name":"r","objective":{"metric":"eval_loss","direction":"minimize"},"outcome":{"status":"completed","endSeconds":80},"derivedFrom":null}` + "\n")
+	for _, r := range reports {
+		b.WriteString(r + "\n")
+	}
+	f, err := progress.ReadHistoryFile(bytes.NewReader([]byte(b.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// objectiveValues are the eval_loss values of f's reports ("-" where a
+// report carries none).
+func objectiveValues(f *progress.HistoryFile) []string {
+	var out []string
+	for _, r := range f.Reports {
+		v, ok := objectiveValue(r, "eval_loss")
+		if !ok {
+			v = "-"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// An original run evaluated three times less often: its eight evaluations
+// (each repeated at the report after it, as a reporter caches metrics)
+// become the 3rd and the 6th, each repeated until the next kept one, and
+// the last report keeps its own value. The training loss is kept; an
+// incident file is left as recorded.
+func TestSparseEvaluations(t *testing.T) {
+	var reps []string
+	for i := 1; i <= 16; i++ {
+		eval := 10 - (i+1)/2 // a new value at every other report
+		reps = append(reps, fmt.Sprintf(`{"t":%d,"trainerStatus":{"metrics":[{"name":"loss","value":"%d"},{"name":"eval_loss","value":"%d"}]}}`, 5*i, 20-i, eval))
+	}
+	f := historyFile(t, reps...)
+	if got := valueChanges(toReps(f), "eval_loss"); fmt.Sprint(got) != "[0 2 4 6 8 10 12 14]" {
+		t.Fatalf("evaluations at reports %v", got)
+	}
+	got := sparseEvaluations(f, 3)
+	want := "[- - - - 7 7 7 7 7 7 4 4 4 4 4 2]"
+	if fmt.Sprint(objectiveValues(got)) != want {
+		t.Errorf("objective %v, want %s", objectiveValues(got), want)
+	}
+	for i, r := range got.Reports {
+		if r.T != f.Reports[i].T || r.TrainerStatus.Metrics[0] != f.Reports[i].TrainerStatus.Metrics[0] {
+			t.Fatalf("report %d: time or training loss changed: %+v", i, r)
+		}
+	}
+	if v, _ := objectiveValue(f.Reports[0], "eval_loss"); v != "9" {
+		t.Errorf("the input file was modified: %+v", f.Reports[0].TrainerStatus.Metrics)
+	}
+	derived := "r0"
+	f.Header.DerivedFrom = &derived
+	if sparseEvaluations(f, 3) != f || pausedEvaluations(f, 3) != f {
+		t.Error("an incident file was recast")
+	}
+}
+
+// Training that stops for two report intervals at each evaluation: the
+// evaluation report repeats as a heartbeat through the pause, later
+// reports come that much later with their ETAs rescaled as elapsed time,
+// and the end moves with the last report, which is not paused.
+func TestPausedEvaluations(t *testing.T) {
+	rep := func(t, step, eta int, eval string) string {
+		return fmt.Sprintf(`{"t":%d,"trainerStatus":{"progressPercentage":%d,"estimatedRemainingSeconds":%d,"metrics":[{"name":"current_step","value":"%d"},{"name":"eval_loss","value":"%s"}]}}`, t, step, eta, step, eval)
+	}
+	f := historyFile(t,
+		rep(0, 0, 80, "5"), rep(10, 10, 70, "5"), rep(20, 20, 60, "4"), // evaluations at t=0, 20, 40 and 80
+		rep(30, 30, 50, "4"), rep(40, 40, 40, "3"), rep(80, 99, 1, "2"))
+	got := pausedEvaluations(f, 2)
+	var ts, etas []float64
+	for _, r := range got.Reports {
+		ts = append(ts, r.T)
+		etas = append(etas, *r.TrainerStatus.EstimatedRemainingSeconds)
+	}
+	if want := "[0 10 20 30 40 50 60 70 80 90 100 140]"; fmt.Sprint(ts) != want {
+		t.Errorf("times %v, want %s", ts, want)
+	}
+	// An ETA scales as elapsed time (70·30/10 = 210, 50·70/30 ≈ 117); one
+	// sent at t=0 cannot be.
+	if want := "[80 80 80 210 120 150 180 117 80 90 100 2]"; fmt.Sprint(etas) != want {
+		t.Errorf("ETAs %v, want %s", etas, want)
+	}
+	if want := "[5 5 5 5 4 4 4 4 3 3 3 2]"; fmt.Sprint(objectiveValues(got)) != want {
+		t.Errorf("objective %v, want %s", objectiveValues(got), want)
+	}
+	if got.Header.Outcome.EndSeconds != 140 || f.Header.Outcome.EndSeconds != 80 {
+		t.Errorf("end %v (input %v), want 140 (80)", got.Header.Outcome.EndSeconds, f.Header.Outcome.EndSeconds)
+	}
+	if pausedEvaluations(f, 0) != f {
+		t.Error("a zero pause recast the run")
+	}
+	// With both stress tests, the pause comes at the evaluation that
+	// --eval-every kept (the 2nd, at t=20; the 4th is the last report).
+	both := (&evaluator{evalEvery: 2, evalPause: 2}).stressed(f)
+	ts = ts[:0]
+	for _, r := range both.Reports {
+		ts = append(ts, r.T)
+	}
+	if want := "[0 10 20 30 40 50 60 100]"; fmt.Sprint(ts) != want {
+		t.Errorf("both stress tests: times %v, want %s", ts, want)
+	}
+	if want := "[- - 4 4 4 4 4 2]"; fmt.Sprint(objectiveValues(both)) != want {
+		t.Errorf("both stress tests: objective %v, want %s", objectiveValues(both), want)
+	}
+}
