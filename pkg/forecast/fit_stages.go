@@ -346,7 +346,7 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		if f.TimeToTarget != nil && f.TimeToTarget.Basis == "target-linear" {
 			shrink = math.Min(1, 1/st.xcStretch)
 		}
-		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*shrink)
+		over := math.Max(g, s.OvershootEvalShare*recentEvalGain(obs)*shrink) + recentSetback(obs)
 		mean, lo, hi = tgt-g/2, tgt-over, tgt+g*0.5
 	}
 	if st.pin.fixed && len(obs) >= s.PlateauStallPoints && st.pin.pace > 0 {
@@ -425,6 +425,23 @@ func detectDivergence(st *fitState) bool {
 func checkIntegrity(st *fitState) bool {
 	st.f.Integrity = integrity(st.h, st.axis, st.f.ETA, st.now)
 	return true
+}
+
+// recentSetback is the median size of the setbacks (an observation worse
+// than the one before) among the last ten steps, 0 without any:
+// on a metric that improves, a setback is noise, and noise can carry the
+// first evaluation past the target further than one step's gain.
+func recentSetback(obs []objPoint) float64 {
+	var d []float64
+	for i := max(1, len(obs)-10); i < len(obs); i++ {
+		if up := obs[i].y - obs[i-1].y; up > 0 {
+			d = append(d, up)
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	return stats.MedianInPlace(d)
 }
 
 // stepShrink is the ratio of the blended curve's gain over one

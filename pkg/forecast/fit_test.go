@@ -512,3 +512,50 @@ func TestLineStretchOnOverflowingValuesIsFinite(t *testing.T) {
 		t.Errorf("overflowing metric: crossing %v reported, want none", xc)
 	}
 }
+
+// A target-stopped job whose metric has setbacks (evaluations worse than
+// the one before: noise, on a metric that improves) may end further past
+// its target than one step's gain: the interval's far side grows by the
+// median setback; a job without setbacks is unchanged.
+func TestFitTargetStopIntervalWidensWithSetbacks(t *testing.T) {
+	tgt := 0.72
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
+	fit := func(setback map[int]float64) Forecast {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 20; i++ {
+			acc := 0.8 - 0.5/(1+float64(i)/5) - setback[i]
+			h.Observe(float64(i*20), progress.TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc), "samples_count", fmt.Sprint(i*1000))})
+		}
+		return Fit(h, obj, 400, DefaultSettings())
+	}
+	clean, noisy := fit(nil), fit(map[int]float64{14: 0.01, 17: 0.01})
+	if clean.PredictedFinal.Basis != "target-stop" || noisy.PredictedFinal.Basis != "target-stop" {
+		t.Fatalf("bases %q, %q, want target-stop", clean.PredictedFinal.Basis, noisy.PredictedFinal.Basis)
+	}
+	// The setbacks are 0.0027 and 0.0046 (median 0.0037).
+	if d := noisy.PredictedFinal.Hi - clean.PredictedFinal.Hi; d < 0.003 {
+		t.Errorf("far side %.4f with setbacks, %.4f without: want at least 0.003 further", noisy.PredictedFinal.Hi, clean.PredictedFinal.Hi)
+	}
+}
+
+func TestRecentSetback(t *testing.T) {
+	obs := func(ys ...float64) []objPoint {
+		o := make([]objPoint, len(ys))
+		for i, y := range ys {
+			o[i] = objPoint{x: float64(i), y: y}
+		}
+		return o
+	}
+	for _, c := range []struct {
+		ys   []float64
+		want float64
+	}{
+		{[]float64{5, 4, 3, 2}, 0},                            // no setback
+		{[]float64{5, 4, 4.5, 3, 3.25, 2, 2.75}, 0.5},         // setbacks 0.5, 0.25, 0.75: median 0.5
+		{[]float64{9, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0}, // the setback is older than the last ten steps
+	} {
+		if got := recentSetback(obs(c.ys...)); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("recentSetback(%v) = %v, want %v", c.ys, got, c.want)
+		}
+	}
+}
