@@ -94,10 +94,9 @@ func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []pace
 // much of the fitted trend to carry forward (selectTrend). ok is false
 // with no samples.
 func fitPace(s []paceSample) (p pace, ok bool) {
-	p, ok = fitPaceLevel(s)
-	if ok {
-		p.phi, p.hindErr = selectTrend(s)
-	}
+	phi, hindErr, minSamples := selectTrend(s)
+	p, ok = fitPaceLevel(s, minSamples)
+	p.phi, p.hindErr = phi, hindErr
 	return p, ok
 }
 
@@ -106,23 +105,56 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 // damped trend.
 var trendShares = [...]float64{0, dampedTrend}
 
-// selectTrend scores the two trend shares on the job's own history with
-// rolling-origin hindcasts — fitted on the samples up to 85, 90 and 95 %
-// of the observed time, asked how long the rest took — and combines them
-// with inverse-squared-error weights (Bates–Granger): it returns the
-// combined share and the weighted hindcast error.
+// levelWindows are the two smallest sample counts of the recent window
+// that selectTrend chooses between: three (robust to one odd interval)
+// and one (the latest stage alone: a run that slows in stages is
+// described by its newest interval, which older ones only dilute).
+var levelWindows = [...]int{3, 1}
+
+// minHindcastSamples: fewer pace samples than this and selectTrend has
+// no origin to score from.
+const minHindcastSamples = 8
+
+// selectTrend scores the pace methods (the two window sizes, each with
+// the two trend shares) on the job's own history with rolling-origin
+// hindcasts — fitted on the samples up to 85, 90 and 95 % of the observed
+// time, asked how long the rest took. It keeps the window whose better
+// method erred less (the wider on a tie) and combines its two trend
+// shares with inverse-squared-error weights (Bates–Granger): it returns
+// the combined share, the weighted hindcast error and the window.
 // The origins are recent on purpose: runs change pace in stages (batch or
 // sequence-length schedules), and the question is which method describes
 // the stage the job is in now. With too little history: the damped trend
-// and no error.
-func selectTrend(s []paceSample) (phi, hindErr float64) {
-	phi = dampedTrend
-	if len(s) < 8 {
-		return phi, 0
+// over the wider window, and no error.
+func selectTrend(s []paceSample) (phi, hindErr float64, window int) {
+	var errs [len(levelWindows)][len(trendShares)]float64
+	n := 0
+	if len(s) >= minHindcastSamples {
+		n = hindcastPace(s, &errs)
 	}
+	if n == 0 {
+		return dampedTrend, 0, levelWindows[0]
+	}
+	best := 0
+	for wi := range levelWindows {
+		if min(errs[wi][0], errs[wi][1]) < min(errs[best][0], errs[best][1]) {
+			best = wi
+		}
+	}
+	// Inverse-squared-error weights over the two shares.
+	e0, e1 := errs[best][0]/float64(n), errs[best][1]/float64(n)
+	if e0+e1 <= 0 {
+		return dampedTrend, 0, levelWindows[best]
+	}
+	w := e0 * e0 / (e0*e0 + e1*e1)
+	return w * trendShares[1], w*e1 + (1-w)*e0, levelWindows[best]
+}
+
+// hindcastPace adds each method's relative error at each usable origin to
+// errs and returns the number of origins.
+func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]float64) int {
 	last := s[len(s)-1]
 	t0 := s[0].t1 - s[0].dt
-	var errs [len(trendShares)]float64
 	n := 0
 	for _, f := range [...]float64{0.85, 0.9, 0.95} {
 		cut := t0 + f*(last.t1-t0)
@@ -133,67 +165,80 @@ func selectTrend(s []paceSample) (phi, hindErr float64) {
 		if k < 4 || k == len(s) {
 			continue
 		}
-		p0, ok := fitPaceLevel(s[:k])
+		// One fit per origin; only the level differs between windows.
+		p0, ok := fitPaceLevel(s[:k], levelWindows[0])
 		actual := last.t1 - p0.tLast
 		if !ok || actual <= 0 {
 			continue
 		}
-		for i, share := range trendShares {
-			p0.phi = share
-			pred, _ := p0.timeTo(last.x1)
-			errs[i] += math.Abs(pred-actual) / actual
+		for wi, window := range levelWindows {
+			p0.level, p0.xLevel, _ = ratioLevel(s[recentStart(s[:k], window):k])
+			for i, share := range trendShares {
+				p0.phi = share
+				pred, _ := p0.timeTo(last.x1)
+				errs[wi][i] += math.Abs(pred-actual) / actual
+			}
 		}
 		n++
 	}
-	if n == 0 {
-		return phi, 0
-	}
-	// Inverse-squared-error weights over the two shares.
-	e0, e1 := errs[0]/float64(n), errs[1]/float64(n)
-	if e0+e1 <= 0 {
-		return phi, 0
-	}
-	w := e0 * e0 / (e0*e0 + e1*e1)
-	return w * trendShares[1], w*e1 + (1-w)*e0
+	return n
 }
 
-// fitPaceLevel fits the recent level and the trend.
-func fitPaceLevel(s []paceSample) (p pace, ok bool) {
+// fitPaceLevel fits the recent level over the window of at least
+// minSamples samples, the spread over the wider window (one sample has
+// none) and the trend.
+func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 	if len(s) < 1 {
 		return pace{}, false
 	}
 	last := s[len(s)-1]
 	p.xLast, p.tLast, p.samples = last.x1, last.t1, len(s)
-	// Recent window: the last quarter of the observed time span covered by
-	// samples, at least 3 samples (or all).
-	tFirst := s[0].t1 - s[0].dt
-	span := last.t1 - tFirst
-	w0 := last.t1 - 0.2*span
+	wide := s[recentStart(s, levelWindows[0]):]
+	wideLevel, _, ok := ratioLevel(wide)
+	if !ok {
+		return pace{}, false
+	}
+	// Relative spread of recent per-interval tau, weighted by progress.
+	var v, sumDX float64
+	for _, q := range wide {
+		d := q.dt/(q.x1-q.x0)/wideLevel - 1
+		v += d * d * (q.x1 - q.x0)
+		sumDX += q.x1 - q.x0
+	}
+	p.relSD = math.Sqrt(v / sumDX)
+	if p.level, p.xLevel, ok = ratioLevel(s[recentStart(s, minSamples):]); !ok {
+		return pace{}, false
+	}
+	p.slope = robustSlope(s)
+	return p, true
+}
+
+// recentStart is where the recent window begins: the samples wholly
+// within the last fifth of the observed time, at least minSamples (or
+// all).
+func recentStart(s []paceSample, minSamples int) int {
+	last := s[len(s)-1]
+	w0 := last.t1 - 0.2*(last.t1-(s[0].t1-s[0].dt))
 	k := len(s)
-	for k > 0 && (s[k-1].t1-s[k-1].dt >= w0 || len(s)-k < 3) {
+	for k > 0 && (s[k-1].t1-s[k-1].dt >= w0 || len(s)-k < minSamples) {
 		k--
 	}
+	return k
+}
+
+// ratioLevel is the ratio estimator of seconds per unit progress over s,
+// and the progress-weighted centre of s.
+func ratioLevel(s []paceSample) (level, xLevel float64, ok bool) {
 	var sumDT, sumDX, sumX float64
-	for _, q := range s[k:] {
+	for _, q := range s {
 		sumDT += q.dt
 		sumDX += q.x1 - q.x0
 		sumX += (q.x0 + q.x1) / 2 * (q.x1 - q.x0)
 	}
 	if sumDX <= 0 {
-		return pace{}, false
+		return 0, 0, false
 	}
-	p.level = sumDT / sumDX
-	p.xLevel = sumX / sumDX
-	// Relative spread of recent per-interval tau, weighted by progress.
-	var v float64
-	for _, q := range s[k:] {
-		tau := q.dt / (q.x1 - q.x0)
-		d := tau/p.level - 1
-		v += d * d * (q.x1 - q.x0)
-	}
-	p.relSD = math.Sqrt(v / sumDX)
-	p.slope = robustSlope(s)
-	return p, true
+	return sumDT / sumDX, sumX / sumDX, true
 }
 
 // robustSlope fits tau = a + b x by weighted least squares (weights =

@@ -20,11 +20,43 @@ func TestSelectTrendByHindcast(t *testing.T) {
 		return s
 	}
 	settled := samples(func(x float64) float64 { return 1 + math.Min(x, 30)/10 })
-	if phi, _ := selectTrend(settled); phi > 0.05 {
+	if phi, _, _ := selectTrend(settled); phi > 0.05 {
 		t.Errorf("pace constant since x=30: trend share %v, want about 0", phi)
 	}
 	slowing := samples(func(x float64) float64 { return 1 + x/10 })
-	if phi, _ := selectTrend(slowing); phi < 0.6*dampedTrend {
+	if phi, _, _ := selectTrend(slowing); phi < 0.6*dampedTrend {
 		t.Errorf("pace still slowing: trend share %v, want mostly the damped %v", phi, dampedTrend)
+	}
+}
+
+// The recent window's size is chosen by the same hindcasts: a job that
+// reports rarely and has just entered a slower stage (batch or
+// sequence-length schedules) is paced by its newest intervals alone,
+// which the three-sample window would dilute with the faster stage; a job
+// at an even pace keeps the wider window.
+func TestSelectTrendWindowByHindcast(t *testing.T) {
+	stages := func(taus ...float64) []paceSample {
+		var s []paceSample
+		x, tm := 0.0, 0.0
+		for _, tau := range taus {
+			tm += 10 * tau
+			s = append(s, paceSample{x0: x, x1: x + 10, dt: 10 * tau, t1: tm})
+			x += 10
+		}
+		return s
+	}
+	staged := stages(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2)
+	if _, _, w := selectTrend(staged); w != 1 {
+		t.Errorf("a slower stage of two intervals: window %d, want 1", w)
+	}
+	if p, _ := fitPace(staged); math.Abs(p.level-2) > 1e-9 {
+		t.Errorf("a slower stage of two intervals: level %v, want the stage's 2 (three samples: 1.67)", p.level)
+	}
+	even := stages(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+	if _, _, w := selectTrend(even); w != levelWindows[0] {
+		t.Errorf("an even pace: window %d, want the wider %d", w, levelWindows[0])
+	}
+	if _, _, w := selectTrend(staged[:7]); w != levelWindows[0] {
+		t.Errorf("too few samples for a hindcast: window %d, want the wider %d", w, levelWindows[0])
 	}
 }
