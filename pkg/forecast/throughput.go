@@ -18,12 +18,14 @@ import (
 // normal cost rather than as outliers.
 //
 // The forecast combines a recent level (the ratio estimator over the most
-// recent fifth of observed time) with a linear trend of tau against
-// progress fitted robustly over the whole history, of which a share is
-// carried forward: none and half (damped), weighed by how well each
-// predicted the job's own recent past (selectTrend). Runs often slow
-// down as they go (batch-size or sequence-length schedules), which a
-// whole-run average and a recent-window rate both miss; the damping
+// recent fifth of observed time, stretched to at least three samples or,
+// where the job's own hindcasts favour it, to its newest alone) with a
+// linear trend of tau against progress fitted robustly over the whole
+// history, of which a share is carried forward: none and half (damped),
+// weighed by how well each predicted the job's own recent past
+// (selectTrend). Runs often slow down as they go (batch-size or
+// sequence-length schedules), which a whole-run average and a
+// recent-window rate both miss; the damping
 // (Gardner & McKenzie's damped trend) keeps the extrapolation from
 // overshooting when the change was a one-off step.
 
