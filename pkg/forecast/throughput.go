@@ -167,14 +167,17 @@ func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]flo
 		if k < 4 || k == len(s) {
 			continue
 		}
-		// One fit per origin; only the level differs between windows.
+		// One fit per origin (its level is the first window's); only the
+		// level differs between windows.
 		p0, ok := fitPaceLevel(s[:k], levelWindows[0])
 		actual := last.t1 - p0.tLast
 		if !ok || actual <= 0 {
 			continue
 		}
 		for wi, window := range levelWindows {
-			p0.level, p0.xLevel, _ = ratioLevel(s[recentStart(s[:k], window):k])
+			if wi > 0 {
+				p0.level, p0.xLevel, _ = ratioLevel(s[recentStart(s[:k], window):k])
+			}
 			for i, share := range trendShares {
 				p0.phi = share
 				pred, _ := p0.timeTo(last.x1)
@@ -195,8 +198,9 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 	}
 	last := s[len(s)-1]
 	p.xLast, p.tLast, p.samples = last.x1, last.t1, len(s)
-	wide := s[recentStart(s, levelWindows[0]):]
-	wideLevel, _, ok := ratioLevel(wide)
+	wideFrom := recentStart(s, levelWindows[0])
+	wide := s[wideFrom:]
+	wideLevel, wideX, ok := ratioLevel(wide)
 	if !ok {
 		return pace{}, false
 	}
@@ -208,8 +212,11 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 		sumDX += q.x1 - q.x0
 	}
 	p.relSD = math.Sqrt(v / sumDX)
-	if p.level, p.xLevel, ok = ratioLevel(s[recentStart(s, minSamples):]); !ok {
-		return pace{}, false
+	p.level, p.xLevel = wideLevel, wideX
+	if from := recentStart(s, minSamples); from != wideFrom {
+		if p.level, p.xLevel, ok = ratioLevel(s[from:]); !ok {
+			return pace{}, false
+		}
 	}
 	p.slope = robustSlope(s)
 	return p, true
