@@ -29,14 +29,6 @@ func stressable(f *progress.HistoryFile) (progress.Objective, bool) {
 	return obj, ok && !isIncident(f.Header)
 }
 
-func objectiveValue(r progress.FileReport, metric string) (string, bool) {
-	i := slices.IndexFunc(r.TrainerStatus.Metrics, func(m progress.MetricValue) bool { return m.Name == metric })
-	if i < 0 {
-		return "", false
-	}
-	return r.TrainerStatus.Metrics[i].Value, true
-}
-
 // withObjective is r with the objective set to value, or removed when
 // !ok; r's metrics are not modified.
 func withObjective(r progress.FileReport, metric, value string, ok bool) progress.FileReport {
@@ -60,14 +52,16 @@ func sparseEvaluations(f *progress.HistoryFile, n int) *progress.HistoryFile {
 	if n <= 1 || !ok {
 		return f
 	}
-	evals := valueChanges(toReps(f), obj.Metric)
+	// The value is read as valueChanges read it, from the same reps.
+	reps := toReps(f)
+	evals := valueChanges(reps, obj.Metric)
 	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, len(f.Reports))}
 	kept, has, next := "", false, 0
 	for i, r := range f.Reports {
 		if next < len(evals) && evals[next] == i {
 			next++
 			if next%n == 0 {
-				kept, has = objectiveValue(r, obj.Metric)
+				kept, has = reps[i].m[obj.Metric]
 			}
 		}
 		if i == len(f.Reports)-1 {

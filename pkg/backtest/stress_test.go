@@ -3,6 +3,7 @@ package backtest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,16 @@ func historyFile(t *testing.T, reports ...string) *progress.HistoryFile {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// objectiveValue is r's value of metric (the first, as a reader of the
+// file sees it).
+func objectiveValue(r progress.FileReport, metric string) (string, bool) {
+	i := slices.IndexFunc(r.TrainerStatus.Metrics, func(m progress.MetricValue) bool { return m.Name == metric })
+	if i < 0 {
+		return "", false
+	}
+	return r.TrainerStatus.Metrics[i].Value, true
 }
 
 // objectiveValues are the eval_loss values of f's reports ("-" where a
