@@ -250,11 +250,19 @@ func ratioLevel(s []paceSample) (level, xLevel float64, ok bool) {
 	return sumDT / sumDX, sumX / sumDX, true
 }
 
+// minSlopeSamples is the fewest pace samples a trend is fitted from:
+// three, the fewest with a residual. Early in a run the samples are few
+// (a short run reports a handful by a quarter of the way), which is when a
+// run that slows by schedule is furthest from its end; with no trend its
+// pace is the recent rate, which underestimates what is left (docs/backtest.md
+// 7.13: nanoGPT ETA at 25 % 28.8 → 15.0 % against linear's 20.7 %).
+const minSlopeSamples = 3
+
 // robustSlope fits tau = a + b x by weighted least squares (weights =
 // progress covered) with two Huber reweighting rounds; it returns b, or 0
-// when there is too little spread in x to tell.
+// when there are too few samples or too little spread in x to tell.
 func robustSlope(s []paceSample) float64 {
-	if len(s) < 4 {
+	if len(s) < minSlopeSamples {
 		return 0
 	}
 	n := len(s)

@@ -60,3 +60,30 @@ func TestSelectTrendWindowByHindcast(t *testing.T) {
 		t.Errorf("too few samples for a hindcast: window %d, want the wider %d", w, levelWindows[0])
 	}
 }
+
+// Three pace samples already carry a trend: a short run that is slowing by
+// its schedule a quarter of the way in is given more time than its recent
+// rate alone would (half the fitted trend, with no hindcast to weigh it).
+func TestFitPaceTrendFromThreeSamples(t *testing.T) {
+	var s []paceSample
+	x, tm := 0.0, 0.0
+	for _, tau := range []float64{1, 1.5, 2} {
+		tm += 10 * tau
+		s = append(s, paceSample{x0: x, x1: x + 10, dt: 10 * tau, t1: tm})
+		x += 10
+	}
+	p, ok := fitPace(s)
+	if !ok || p.phi != dampedTrend {
+		t.Fatalf("fitPace: ok %v, trend share %v, want the damped %v", ok, p.phi, dampedTrend)
+	}
+	if math.Abs(p.slope-0.05) > 1e-9 {
+		t.Errorf("slope %v, want 0.05 s per unit per unit", p.slope)
+	}
+	secs, _ := p.timeTo(100)
+	if flat := p.level * 70; secs <= flat*1.5 {
+		t.Errorf("time to 100: %v s, want well above the flat %v s of the recent rate", secs, flat)
+	}
+	if robustSlope(s[:2]) != 0 {
+		t.Errorf("two samples: slope %v, want none", robustSlope(s[:2]))
+	}
+}
