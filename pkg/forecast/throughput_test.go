@@ -2,7 +2,10 @@ package forecast
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/progress-planner/planner/internal/stats"
 )
 
 // The pace's trend share is weighed by the job's own hindcasts: a job that
@@ -85,5 +88,45 @@ func TestFitPaceTrendFromThreeSamples(t *testing.T) {
 	}
 	if robustSlope(s[:2]) != 0 {
 		t.Errorf("two samples: slope %v, want none", robustSlope(s[:2]))
+	}
+}
+
+// The cost of a trend from few samples, on a job whose pace does not
+// change: interval times with a 5 % log-normal spread, 16 intervals in
+// all, forecast after the first 3, 4 and 6. The trend fitted to noise
+// moves the ETA, so the flat rate erred least, the damped trend more and
+// the full trend most (docs/backtest.md 7.13 gives the medians; `go test
+// ./pkg/forecast -run TestPaceTrendCostOnAnEvenPace -v` prints them). It
+// is the price of the trend that slowing jobs need (nanoGPT).
+func TestPaceTrendCostOnAnEvenPace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shares := []float64{0, dampedTrend, 1}
+	for _, n := range []int{3, 4, 6} {
+		errs := make([][]float64, len(shares))
+		for rep := 0; rep < 2000; rep++ {
+			const total = 16
+			s := make([]paceSample, total)
+			tm := 0.0
+			for i := range s {
+				dt := math.Exp(0.05 * rng.NormFloat64())
+				tm += dt
+				s[i] = paceSample{x0: float64(i) / total, x1: float64(i+1) / total, dt: dt, t1: tm}
+			}
+			left := tm - s[n-1].t1
+			p, _ := fitPaceLevel(s[:n], levelWindows[0])
+			for i, share := range shares {
+				p.phi = share
+				secs, _ := p.timeTo(1)
+				errs[i] = append(errs[i], math.Abs(secs-left)/left)
+			}
+		}
+		md := make([]float64, len(shares))
+		for i := range errs {
+			md[i] = stats.MedianInPlace(errs[i])
+		}
+		t.Logf("%d samples: median ETA error flat %.1f %%, damped trend %.1f %%, full trend %.1f %%", n, 100*md[0], 100*md[1], 100*md[2])
+		if !(md[0] < md[1] && md[1] < md[2]) {
+			t.Errorf("%d samples: medians %v, want flat < damped < full on an even pace", n, md)
+		}
 	}
 }
