@@ -93,13 +93,35 @@ func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []pace
 }
 
 // fitPace fits the pace model and lets the job's own history weigh how
-// much of the fitted trend to carry forward (selectTrend). ok is false
-// with no samples.
+// much of the fitted trend to carry forward (selectTrend; clearTrend when
+// the history is too short for that). ok is false with no samples.
 func fitPace(s []paceSample) (p pace, ok bool) {
-	phi, hindErr, minSamples := selectTrend(s)
+	phi, hindErr, minSamples, judged := selectTrend(s)
 	p, ok = fitPaceLevel(s, minSamples)
 	p.phi, p.hindErr = phi, hindErr
+	if ok && !judged && p.clearTrend(s[0].x0) {
+		p.phi = 1
+	}
 	return p, ok
+}
+
+// clearTrendMultiple: how many times the recent spread of the pace the
+// change its trend describes must exceed to be carried in full without a
+// hindcast (clearTrend).
+const clearTrendMultiple = 10
+
+// clearTrend reports whether the trend's change over the history, from
+// progress x0 on, is far beyond the pace's recent spread
+// (clearTrendMultiple × relSD). A job too young for a hindcast gets the
+// damped trend, a hedge against a one-off change; but a job whose pace is
+// steady within each stage and slower from stage to stage (sequence-length
+// or batch-size schedules) is seen slowing as clearly as a job can be, and
+// it keeps slowing (docs/backtest.md 7.14). A job at an even pace with
+// noisy intervals rarely shows a change ten times its own spread
+// (TestPaceTrendCostOnAnEvenPace).
+func (p pace) clearTrend(x0 float64) bool {
+	change := math.Abs(p.slope) * (p.xLast - x0)
+	return change > 0 && change > clearTrendMultiple*p.relSD*p.level
 }
 
 // trendShares are the two shares of the fitted trend weighed by
@@ -127,15 +149,15 @@ const minHindcastSamples = 8
 // The origins are recent on purpose: runs change pace in stages (batch or
 // sequence-length schedules), and the question is which method describes
 // the stage the job is in now. With too little history: the damped trend
-// over the wider window, and no error.
-func selectTrend(s []paceSample) (phi, hindErr float64, window int) {
+// over the wider window, no error, and judged false.
+func selectTrend(s []paceSample) (phi, hindErr float64, window int, judged bool) {
 	var errs [len(levelWindows)][len(trendShares)]float64
 	n := 0
 	if len(s) >= minHindcastSamples {
 		n = hindcastPace(s, &errs)
 	}
 	if n == 0 {
-		return dampedTrend, 0, levelWindows[0]
+		return dampedTrend, 0, levelWindows[0], false
 	}
 	best := 0
 	for wi := range levelWindows {
@@ -146,10 +168,10 @@ func selectTrend(s []paceSample) (phi, hindErr float64, window int) {
 	// Inverse-squared-error weights over the two shares.
 	e0, e1 := errs[best][0]/float64(n), errs[best][1]/float64(n)
 	if e0+e1 <= 0 {
-		return dampedTrend, 0, levelWindows[best]
+		return dampedTrend, 0, levelWindows[best], true
 	}
 	w := e0 * e0 / (e0*e0 + e1*e1)
-	return w * trendShares[1], w*e1 + (1-w)*e0, levelWindows[best]
+	return w * trendShares[1], w*e1 + (1-w)*e0, levelWindows[best], true
 }
 
 // hindcastPace adds each method's relative error at each usable origin to
