@@ -106,21 +106,22 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 }
 
 // clearTrendMultiple: how many times the recent spread of the pace the
-// change its trend describes must exceed to be carried in full without a
+// slowing its trend describes must exceed to be carried in full without a
 // hindcast (clearTrend).
 const clearTrendMultiple = 10
 
-// clearTrend reports whether the trend's change over the history, from
-// progress x0 on, is far beyond the pace's recent spread
-// (clearTrendMultiple × relSD). A job too young for a hindcast gets the
-// damped trend, a hedge against a one-off change; but a job whose pace is
-// steady within each stage and slower from stage to stage (sequence-length
-// or batch-size schedules) is seen slowing as clearly as a job can be, and
-// it keeps slowing (docs/backtest.md 7.14). A job at an even pace with
-// noisy intervals rarely shows a change ten times its own spread
-// (TestPaceTrendCostOnAnEvenPace).
+// clearTrend reports whether the pace has slowed over the history, from
+// progress x0 on, by far more than its recent spread (clearTrendMultiple
+// × relSD). A job too young for a hindcast gets the damped trend, a hedge
+// against a one-off change; but a job whose pace is steady within each
+// stage and slower from stage to stage (sequence-length or batch-size
+// schedules) is seen slowing as clearly as a job can be, and it keeps
+// slowing (docs/backtest.md 7.14). A speed-up is not carried: its usual
+// causes (caches filling, autotuning) happen once, and a job cannot
+// outrun its compute. A job at an even pace with noisy intervals rarely
+// shows a change ten times its own spread (TestPaceTrendCostOnAnEvenPace).
 func (p pace) clearTrend(x0 float64) bool {
-	change := math.Abs(p.slope) * (p.xLast - x0)
+	change := p.slope * (p.xLast - x0)
 	return change > 0 && change > clearTrendMultiple*p.relSD*p.level
 }
 

@@ -141,7 +141,8 @@ func TestPaceTrendCostOnAnEvenPace(t *testing.T) {
 // A job too young for a hindcast that slows in stages, steady within each
 // (one report every 5 s, step time 0.032 → 0.059 s like a modern nanoGPT
 // record), carries its trend in full; a job at an even pace whose
-// intervals alternate 5 % either side keeps the damped share.
+// intervals alternate 5 % either side, and one that sped up once and then
+// held its pace, keep the damped share.
 func TestClearTrendWithoutHindcast(t *testing.T) {
 	samples := func(taus ...float64) []paceSample {
 		var s []paceSample
@@ -159,5 +160,8 @@ func TestClearTrendWithoutHindcast(t *testing.T) {
 	}
 	if p, _ := fitPace(samples(0.0336, 0.0304, 0.0336, 0.0304, 0.0336, 0.0304)); p.phi != dampedTrend {
 		t.Errorf("an even pace, 5 %% either side: trend share %v, want the damped %v", p.phi, dampedTrend)
+	}
+	if p, _ := fitPace(samples(0.048, 0.04, 0.032, 0.032, 0.032, 0.032)); p.phi != dampedTrend {
+		t.Errorf("a one-off speed-up: trend share %v, want the damped %v", p.phi, dampedTrend)
 	}
 }
