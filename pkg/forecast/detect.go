@@ -78,18 +78,25 @@ func activityStats(times []float64) (med, p95 float64, ok bool) {
 // (act, from activityTimes) that the job came back from: an evaluation, a
 // checkpoint or a data reload it already survived. Only the current segment
 // counts (a restart is not a pause), and only intact stored points (a gap
-// that thinning made is not one the job showed). pts are the stored points
-// up to now, indexed as h.Points().
+// that thinning made is not one the job showed), together with the
+// history's own record of its longest gap (History.LongestGap), kept as
+// the reports arrived: a job that reports every few seconds and evaluates
+// every half hour has its last pause thinned away long before the next.
+// pts are the stored points up to now, indexed as h.Points().
 func longestRecoveredGap(h *progress.History, pts []progress.Point, act []float64) float64 {
+	gap := 0.0
+	if len(pts) == h.Len() {
+		gap = h.LongestGap() // no stored point is after now
+	}
 	i := h.IntactFrom()
 	if i >= len(pts) {
-		return 0
+		return gap
 	}
 	seg := pts[len(pts)-1].Seg
 	for i < len(pts) && pts[i].Seg != seg {
 		i++
 	}
-	from, gap := pts[i].T, 0.0
+	from := pts[i].T
 	for k := 1; k < len(act); k++ {
 		if act[k-1] >= from {
 			gap = math.Max(gap, act[k]-act[k-1])

@@ -204,6 +204,26 @@ func TestFitHangAfterARecoveredPause(t *testing.T) {
 	}
 }
 
+// A job that reports every 10 s and falls silent for 120 s every 3,000 s
+// (a long evaluation) has its last pause thinned out of the history long
+// before the next one: the history's own record of its longest gap still
+// holds the threshold above the pause, and a longer silence is a hang.
+func TestFitHangAfterAPauseThinnedAway(t *testing.T) {
+	r := healthy()
+	r.total = 100000
+	evaluates := func(i int, _ float64, _ *progress.TrainerStatus) bool { return i%300 < 288 }
+	h := r.history(8870, evaluates) // the last report before the third pause
+	if h.Thinned() == 0 || h.Points()[h.IntactFrom()].T < 6000 {
+		t.Fatalf("want the second pause (t 5880–6000) thinned out of the intact tail: thinned %d, intact from t=%v", h.Thinned(), h.Points()[h.IntactFrom()].T)
+	}
+	if f := Fit(h, lossMin, 8870+100, DefaultSettings()); f.Hung || f.HangAfter == nil || *f.HangAfter != 130+45 {
+		t.Errorf("100 s into a pause like the last two: hung %v (%s), want the threshold 175", f.Hung, f.HangReason)
+	}
+	if f := Fit(h, lossMin, 8870+200, DefaultSettings()); !f.Hung {
+		t.Errorf("200 s of silence after 130 s pauses: not hung (threshold %v)", *f.HangAfter)
+	}
+}
+
 // A job whose counter moves only at evaluations (every 20 reports here)
 // but whose training loss changes at every report is not hung; one that
 // also stops logging new values is, after its own cadence of changes.

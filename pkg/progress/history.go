@@ -66,6 +66,10 @@ type History struct {
 	rejCount   map[RejectReason]int
 	rejRecent  []Rejection
 	thinned    int // points dropped by the bound
+	// longestGap is the longest interval between consecutive stored points
+	// of the last segment, measured as they arrived, so thinning does not
+	// erase it.
+	longestGap float64
 	firstNaN   float64
 	// resumed: the next point starts a new segment (Resume).
 	resumed bool
@@ -109,6 +113,12 @@ func (h *History) Heartbeats() int { return h.heartbeats }
 
 // Thinned counts points dropped to respect the bound.
 func (h *History) Thinned() int { return h.thinned }
+
+// LongestGap is the longest interval between consecutive stored points of
+// the last segment, as the reports arrived (heartbeats collapsed): the
+// longest silence the job came back from in this segment, which thinning
+// would otherwise hide.
+func (h *History) LongestGap() float64 { return h.longestGap }
 
 // IntactFrom is the index of the first stored point from which on no point
 // was ever dropped by the bound: gaps between later points are gaps in the
@@ -265,6 +275,11 @@ func (h *History) Observe(t float64, s TrainerStatus) (accepted bool, rejections
 			h.heartbeats++
 			return true, rejs
 		}
+	}
+	if n := len(h.points); n > 0 && h.points[n-1].Seg == p.Seg {
+		h.longestGap = max(h.longestGap, t-h.points[n-1].T)
+	} else {
+		h.longestGap = 0
 	}
 	h.points = append(h.points, p)
 	h.lastReport = t

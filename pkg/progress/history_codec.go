@@ -79,6 +79,7 @@ type historyJSON struct {
 	LastReport nullFloat            `json:"last"`
 	Heartbeats int                  `json:"hb,omitempty"`
 	Thinned    int                  `json:"thin,omitempty"`
+	LongestGap float64              `json:"gap,omitempty"`
 	FirstNaN   nullFloat            `json:"firstNaN"`
 	Rejections map[RejectReason]int `json:"rej,omitempty"`
 	Recent     []Rejection          `json:"recent,omitempty"`
@@ -182,7 +183,7 @@ func (h *History) MarshalJSON() ([]byte, error) {
 func (h *History) marshalColumnar() ([]byte, error) {
 	n := len(h.points)
 	e := historyJSON{V: historyColumnarVersion, T: make([]float64, n), Cols: map[string]column{},
-		LastReport: nullFloat(h.lastReport), Heartbeats: h.heartbeats, Thinned: h.thinned, FirstNaN: nullFloat(h.firstNaN),
+		LastReport: nullFloat(h.lastReport), Heartbeats: h.heartbeats, Thinned: h.thinned, LongestGap: h.longestGap, FirstNaN: nullFloat(h.firstNaN),
 		Recent: h.rejRecent}
 	if len(h.rejCount) > 0 {
 		e.Rejections = h.rejCount
@@ -398,6 +399,15 @@ func decodeMetrics(h *History, e *historyJSON) error {
 	return nil
 }
 
+// lastSegmentStart is the index of the first point of the last segment.
+func lastSegmentStart(pts []Point) int {
+	i := len(pts) - 1
+	for i > 0 && pts[i-1].Seg == pts[len(pts)-1].Seg {
+		i--
+	}
+	return max(i, 0)
+}
+
 // checkCounters: no negative counter or ETA, progress within 0–1.
 func checkCounters(h *History, _ *historyJSON) error {
 	for i := range h.points {
@@ -410,10 +420,15 @@ func checkCounters(h *History, _ *historyJSON) error {
 }
 
 // decodeCounts: the last-report time (never before the last point), the
-// heartbeat, thinning and rejection counts, and the most recent
-// rejections (at most MaxRejections).
+// heartbeat, thinning and rejection counts, the longest gap (no longer
+// than the last segment) and the most recent rejections (at most
+// MaxRejections).
 func decodeCounts(h *History, e *historyJSON) error {
 	n := len(h.points)
+	if g := e.LongestGap; g < 0 || (g > 0 && (n == 0 || g > e.T[n-1]-e.T[lastSegmentStart(h.points)])) {
+		return fmt.Errorf("longest gap %v is negative or longer than the last segment", g)
+	}
+	h.longestGap = e.LongestGap
 	h.lastReport = float64(e.LastReport)
 	if n > 0 && (math.IsNaN(h.lastReport) || h.lastReport < e.T[n-1]) {
 		h.lastReport = e.T[n-1]

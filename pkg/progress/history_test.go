@@ -144,6 +144,34 @@ func TestHistoryMetricCap(t *testing.T) {
 	}
 }
 
+// The longest gap between stored points of the last segment is measured
+// as the reports arrive, so it outlives the points thinning drops; a new
+// segment starts it again.
+func TestHistoryLongestGapSurvivesThinning(t *testing.T) {
+	l := DefaultLimits()
+	h := NewHistory(l)
+	tm := 0.0
+	for i := 0; i < 3*l.MaxPoints; i++ {
+		if i == 10 {
+			tm += 300 // a long evaluation, early on
+		}
+		h.Observe(tm, report(i, 10*l.MaxPoints, 3/(1+float64(i)/100)))
+		tm += 5
+	}
+	if h.Thinned() == 0 || h.Points()[h.IntactFrom()].T < 400 {
+		t.Fatalf("want the pause thinned out of the intact tail: thinned %d", h.Thinned())
+	}
+	if h.LongestGap() != 305 {
+		t.Errorf("longest gap %v, want 305", h.LongestGap())
+	}
+	h.Resume()
+	h.Observe(tm+1000, report(0, 10*l.MaxPoints, 3))
+	h.Observe(tm+1010, report(2, 10*l.MaxPoints, 2.9))
+	if h.LongestGap() != 10 {
+		t.Errorf("longest gap %v after a restart, want the new segment's 10", h.LongestGap())
+	}
+}
+
 func TestHistoryCodecRoundTrip(t *testing.T) {
 	h := NewHistory(DefaultLimits())
 	for i := 0; i < 2000; i++ {
@@ -176,8 +204,8 @@ func TestHistoryCodecRoundTrip(t *testing.T) {
 	if fmt.Sprint(g.Points()) != fmt.Sprint(h.Points()) {
 		t.Errorf("points differ after round trip")
 	}
-	if g.Rejections()[RejectProgressRange] != 1 || g.Heartbeats() != h.Heartbeats() {
-		t.Errorf("metadata lost: %v", g.Rejections())
+	if g.Rejections()[RejectProgressRange] != 1 || g.Heartbeats() != h.Heartbeats() || g.LongestGap() != h.LongestGap() || h.LongestGap() != 5 {
+		t.Errorf("metadata lost: %v, longest gap %v then %v", g.Rejections(), h.LongestGap(), g.LongestGap())
 	}
 }
 
@@ -239,6 +267,9 @@ func TestUnmarshalHistoryRejectsForgedStatus(t *testing.T) {
 		`{"v":1,"t":[1,2],"cols":{"progress":{"d":[0.5,7]}}}`,
 		`{"v":1,"t":[1,2],"cols":{"step":{"c":[5,1]}}}`,
 		`{"v":1,"t":[1],"seg":[4]}`,
+		`{"v":1,"t":[1,2],"gap":-1}`,
+		`{"v":1,"t":[1,2],"gap":5}`,
+		`{"v":1,"t":[1,2,9],"seg":[2],"gap":5}`,
 		`not json`,
 	} {
 		if _, err := UnmarshalHistory([]byte(bad), DefaultLimits()); err == nil {
