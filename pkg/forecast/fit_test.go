@@ -220,7 +220,7 @@ func TestFitHangAfterAPauseThinnedAway(t *testing.T) {
 		t.Errorf("100 s into a pause like the last two: hung %v (%s), want the threshold 175", f.Hung, f.HangReason)
 	}
 	if f := Fit(h, lossMin, 8870+200, DefaultSettings()); !f.Hung {
-		t.Errorf("200 s of silence after 130 s pauses: not hung (threshold %v)", *f.HangAfter)
+		t.Errorf("200 s of silence after 130 s pauses: not hung (since progress %v s)", f.SinceProgress)
 	}
 }
 

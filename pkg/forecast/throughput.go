@@ -23,11 +23,12 @@ import (
 // linear trend of tau against progress fitted robustly over the whole
 // history, of which a share is carried forward: none and half (damped),
 // weighed by how well each predicted the job's own recent past
-// (selectTrend). Runs often slow down as they go (batch-size or
-// sequence-length schedules), which a whole-run average and a
-// recent-window rate both miss; the damping
-// (Gardner & McKenzie's damped trend) keeps the extrapolation from
-// overshooting when the change was a one-off step.
+// (selectTrend), or, for a job too young for that, the damped share unless
+// its slowing is far beyond its noise (clearTrend). Runs often slow down
+// as they go (batch-size or sequence-length schedules), which a whole-run
+// average and a recent-window rate both miss; the damping (Gardner &
+// McKenzie's damped trend) keeps the extrapolation from overshooting when
+// the change was a one-off step.
 
 // paceSample is one interval: progress from x0 to x1 took dt seconds.
 type paceSample struct {
