@@ -25,6 +25,7 @@ DATA    ?=
 CUTOFFS ?= 0.25,0.5,0.75
 EVAL_EVERY ?= 1
 EVAL_PAUSE ?= 0
+LOSS_EVERY ?= 0
 BENCH   ?= .
 COUNT   ?= 6
 FUZZTIME ?= 30s
@@ -216,8 +217,8 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObjectiveAnnotation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStopOptIn$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/kueueext
 
-backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] [EVAL_EVERY=3: the fewer-evaluations stress test] [EVAL_PAUSE=30: the evaluation-pause stress test] (no DATA: embedded synthetic examples)
-	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) --eval-every $(EVAL_EVERY) --eval-pause $(EVAL_PAUSE) $(DATA)
+backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] [EVAL_EVERY=3: the fewer-evaluations stress test] [EVAL_PAUSE=30: the evaluation-pause stress test] [LOSS_EVERY=5: training-loss reports between evaluations] (no DATA: embedded synthetic examples)
+	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) --eval-every $(EVAL_EVERY) --eval-pause $(EVAL_PAUSE) --loss-every $(LOSS_EVERY) $(DATA)
 
 backtest-lodo: ## make backtest-lodo DATA=../shared/data/curves: each dataset's figures under constants chosen without it (docs/backtest.md 7.2)
 	$(GO) run ./cmd/planner backtest --leave-one-dataset-out $(DATA)

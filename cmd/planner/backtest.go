@@ -22,6 +22,7 @@ func newBacktestCmd() *cobra.Command {
 		lodo    bool
 		every   int
 		pause   float64
+		loss    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "backtest [PATH...]",
@@ -45,7 +46,8 @@ and the last, and the reports around each change of run state
   planner backtest ../shared/data/curves -o json > backtest.json
   planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9
   planner backtest ../shared/data/curves --eval-every 3 -o json > sparse.json
-  planner backtest ../shared/data/curves --eval-pause 30 -o json > paused.json`,
+  planner backtest ../shared/data/curves --eval-pause 30 -o json > paused.json
+  planner backtest ../shared/data/curves --loss-every 5 --eval-pause 24 -o json > silent.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cuts, err := parseCutoffs(cutoffs)
 			if err != nil {
@@ -56,6 +58,9 @@ and the last, and the reports around each change of run state
 			}
 			if !(pause >= 0 && pause <= backtest.MaxEvalPause) {
 				return usageErrorf("--eval-pause %g: must be in [0, %d]", pause, backtest.MaxEvalPause)
+			}
+			if loss != 0 && !(loss >= backtest.MinLossEvery && loss <= backtest.MaxLossEvery) {
+				return usageErrorf("--loss-every %g: must be 0 or in [%d, %d] seconds", loss, backtest.MinLossEvery, backtest.MaxLossEvery)
 			}
 			if workers < 0 || workers > backtest.MaxWorkers() {
 				return usageErrorf("--workers %d: must be in [0, %d] (4 × GOMAXPROCS; 0 = GOMAXPROCS)", workers, backtest.MaxWorkers())
@@ -75,7 +80,7 @@ and the last, and the reports around each change of run state
 				return fmt.Errorf("no *.jsonl history files in %s", strings.Join(args, " "))
 			}
 			start := time.Now()
-			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON, EvalEvery: every, EvalPause: pause}
+			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON, EvalEvery: every, EvalPause: pause, LossEvery: loss}
 			if lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
 			}
@@ -107,6 +112,7 @@ and the last, and the reports around each change of run state
 	f.BoolVar(&lodo, "leave-one-dataset-out", false, "re-choose the tuned constants for each dataset on the other datasets and report its figures under that choice next to the defaults' (docs/backtest.md 7.2); runs the backtest once per grid point")
 	f.IntVar(&every, "eval-every", 1, "score each original run as if it evaluated its objective only at every N-th of its evaluations (and its last): a stress test for jobs that evaluate less often (docs/backtest.md 7.8)")
 	f.Float64Var(&pause, "eval-pause", 0, "score each original run as if training stopped at each evaluation for this many of its median report intervals, reporting as it waits: a stress test for jobs whose progress stands still while they evaluate (docs/backtest.md 7.10)")
+	f.Float64Var(&loss, "loss-every", 0, "score each original run without a fixed total as if it also logged a training loss every this many seconds between its recorded reports: with --eval-pause, a stress test for jobs that report often and fall silent to evaluate (docs/backtest.md 7.15)")
 	return cmd
 }
 

@@ -56,6 +56,10 @@ type Options struct {
 	// each evaluation for EvalPause of its median report intervals
 	// (pausedEvaluations; at most MaxEvalPause).
 	EvalPause float64
+	// LossEvery > 0 scores each original run without a fixed total as if
+	// it also logged a training loss every LossEvery seconds between its
+	// recorded reports (lossReports; at least MinLossEvery).
+	LossEvery float64
 }
 
 // FilesFromPaths expands files and directories into inputs
@@ -442,7 +446,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Optimus == nil {
 		opt.Optimus = OptimusOnly
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause}
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery}
 
 	type result struct {
 		job Job
@@ -474,7 +478,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, FilesRead: len(inputs)}
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {
 		if res.err != nil {

@@ -36,9 +36,11 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
-	// evalEvery, evalPause: Options.EvalEvery and EvalPause (stressed).
+	// evalEvery, evalPause, lossEvery: Options.EvalEvery, EvalPause and
+	// LossEvery (stressed).
 	evalEvery int
 	evalPause float64
+	lossEvery float64
 }
 
 // raw keeps a forecast for the per-job entries (nil when per-job output is

@@ -120,6 +120,9 @@ func (t *tw) intro(r *Report) {
 	if r.EvalPause > 0 {
 		t.f("Stress test (--eval-pause %g): each original run stops training at each evaluation for %g of its median report intervals, reporting as it waits (docs/backtest.md 7.10).\n", r.EvalPause, r.EvalPause)
 	}
+	if r.LossEvery > 0 {
+		t.f("Stress test (--loss-every %g): each original run without a fixed total also logs a training loss every %g s between its recorded reports (docs/backtest.md 7.15).\n", r.LossEvery, r.LossEvery)
+	}
 	t.f("Errors are percentages; definitions in docs/backtest.md (the same as shared/eval/baseline.py).\n\n")
 	for _, s := range r.Skipped {
 		t.f("- skipped %s: %s\n", s.File, s.Error)

@@ -3,6 +3,7 @@ package backtest
 import (
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -17,10 +18,59 @@ import (
 // MaxEvalPause bounds Options.EvalPause (report intervals).
 const MaxEvalPause = 100
 
+// MinLossEvery and MaxLossEvery bound Options.LossEvery (seconds).
+const MinLossEvery, MaxLossEvery = 1, 3600
+
+// stressLoss is the metric lossReports adds: a training loss under the
+// name reporters use for it.
+const stressLoss = "train_loss"
+
 // stressed applies the evaluator's stress tests to f: fewer evaluations
-// first, then a pause at each evaluation that is left.
+// first, then the training-loss reports between the recorded ones, then a
+// pause at each evaluation that is left (whose length is counted in the
+// report intervals the job then has).
 func (ev *evaluator) stressed(f *progress.HistoryFile) *progress.HistoryFile {
-	return pausedEvaluations(sparseEvaluations(f, ev.evalEvery), ev.evalPause)
+	return pausedEvaluations(lossReports(sparseEvaluations(f, ev.evalEvery), ev.lossEvery), ev.evalPause)
+}
+
+// lossReports is an original run without a fixed total (no reported
+// progress percentage: MLPerf-style, whose counter and objective move
+// only at evaluations) as if its trainer also logged the training loss
+// every `every` seconds between the recorded reports (Options.LossEvery),
+// as several MLPerf implementations do: each added report carries that
+// loss alone, a value that falls at every report so each one shows the
+// job working, and no counter. At most MaxReports reports in all: the
+// spacing widens beyond. Runs with a total report progress at every step
+// already and are returned as they are.
+func lossReports(f *progress.HistoryFile, every float64) *progress.HistoryFile {
+	if _, ok := stressable(f); every <= 0 || !ok || len(f.Reports) < 2 {
+		return f
+	}
+	for _, r := range f.Reports {
+		if r.TrainerStatus.ProgressPercentage != nil {
+			return f
+		}
+	}
+	span := f.Reports[len(f.Reports)-1].T - f.Reports[0].T
+	if !(span > 0) {
+		return f
+	}
+	every = math.Max(every, span/float64(max(1, MaxReports-len(f.Reports))))
+	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, 0, len(f.Reports)+int(span/every)+1)}
+	k := 0
+	for i, r := range f.Reports {
+		if i > 0 {
+			from := f.Reports[i-1].T
+			for n := 1; from+float64(n)*every < r.T; n++ {
+				k++
+				loss := strconv.FormatFloat(1/(1+float64(k)/1000), 'g', 8, 64)
+				out.Reports = append(out.Reports, progress.FileReport{T: from + float64(n)*every,
+					TrainerStatus: progress.TrainerStatus{Metrics: []progress.MetricValue{{Name: stressLoss, Value: loss}}}})
+			}
+		}
+		out.Reports = append(out.Reports, r)
+	}
+	return out
 }
 
 // stressable: an original run with a header objective.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,5 +132,71 @@ func TestPausedEvaluations(t *testing.T) {
 	}
 	if want := "[- - 4 4 4 4 4 2]"; fmt.Sprint(objectiveValues(both)) != want {
 		t.Errorf("both stress tests: objective %v, want %s", objectiveValues(both), want)
+	}
+}
+
+// A run without a fixed total that reports only its evaluations gains a
+// training-loss report every 10 s between them, each with the loss alone
+// and a lower value than the one before; its own reports stay as they
+// were, in order. A run that reports progress is left as recorded, and
+// the added reports never pass MaxReports.
+func TestLossReports(t *testing.T) {
+	f := historyFile(t,
+		`{"t":0,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"3"},{"name":"epoch","value":"0"}]}}`,
+		`{"t":60,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"2"},{"name":"epoch","value":"1"}]}}`,
+		`{"t":120,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"1.5"},{"name":"epoch","value":"2"}]}}`)
+	g := lossReports(f, 10)
+	if len(g.Reports) != 3+2*5 {
+		t.Fatalf("%d reports, want 3 + 2×5", len(g.Reports))
+	}
+	var times []float64
+	prev := 2.0
+	for _, r := range g.Reports {
+		times = append(times, r.T)
+		if r.T == 0 || r.T == 60 || r.T == 120 {
+			if _, ok := objectiveValue(r, "eval_loss"); !ok {
+				t.Errorf("recorded report at t=%v lost its objective", r.T)
+			}
+			continue
+		}
+		ms := r.TrainerStatus.Metrics
+		if len(ms) != 1 || ms[0].Name != stressLoss || r.TrainerStatus.ProgressPercentage != nil {
+			t.Fatalf("added report at t=%v: %+v, want the training loss alone", r.T, r.TrainerStatus)
+		}
+		v, err := strconv.ParseFloat(ms[0].Value, 64)
+		if err != nil || v >= prev {
+			t.Errorf("added report at t=%v: loss %q after %v, want it lower", r.T, ms[0].Value, prev)
+		}
+		prev = v
+	}
+	if want := []float64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120}; !slices.Equal(times, want) {
+		t.Errorf("times %v, want %v", times, want)
+	}
+
+	// With --eval-pause, the pause is counted in the job's new report
+	// intervals: 3 × 10 s after each evaluation but the last, sent as
+	// heartbeats of the evaluation's report, and the training loss goes on
+	// after it.
+	paused := (&evaluator{lossEvery: 10, evalPause: 3}).stressed(f)
+	times = times[:0]
+	for _, r := range paused.Reports {
+		times = append(times, r.T)
+	}
+	if want := "[0 10 20 30 40 50 60 70 80 90 100 110 120 130 140 150 160 170 180]"; fmt.Sprint(times) != want {
+		t.Errorf("with a pause: times %v, want %s", times, want)
+	}
+
+	withTotal := historyFile(t,
+		`{"t":0,"trainerStatus":{"progressPercentage":0,"metrics":[{"name":"eval_loss","value":"3"}]}}`,
+		`{"t":60,"trainerStatus":{"progressPercentage":50,"metrics":[{"name":"eval_loss","value":"2"}]}}`)
+	if g := lossReports(withTotal, 10); g != withTotal {
+		t.Errorf("a run with a fixed total was changed")
+	}
+
+	long := historyFile(t,
+		`{"t":0,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"3"}]}}`,
+		`{"t":1e7,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"2"}]}}`)
+	if n := len(lossReports(long, 1).Reports); n > MaxReports+2 {
+		t.Errorf("%d reports, want at most MaxReports + the 2 recorded", n)
 	}
 }

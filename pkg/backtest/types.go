@@ -20,7 +20,11 @@ type Report struct {
 	// EvalPause: original runs were scored as if training stopped at each
 	// evaluation for EvalPause of their median report intervals (0: as
 	// recorded; --eval-pause).
-	EvalPause float64   `json:"evalPause"`
+	EvalPause float64 `json:"evalPause"`
+	// LossEvery: original runs without a fixed total were scored as if
+	// they also logged a training loss every LossEvery seconds (0: as
+	// recorded; --loss-every).
+	LossEvery float64   `json:"lossEvery"`
 	FilesRead int       `json:"filesRead"`
 	Skipped   []Skipped `json:"skipped,omitempty"`
 
