@@ -37,6 +37,15 @@ func objectiveValue(r progress.FileReport, metric string) (string, bool) {
 	return r.TrainerStatus.Metrics[i].Value, true
 }
 
+// reportTimes are the times of f's reports, printed.
+func reportTimes(f *progress.HistoryFile) string {
+	ts := make([]float64, len(f.Reports))
+	for i, r := range f.Reports {
+		ts[i] = r.T
+	}
+	return fmt.Sprint(ts)
+}
+
 // objectiveValues are the eval_loss values of f's reports ("-" where a
 // report carries none).
 func objectiveValues(f *progress.HistoryFile) []string {
@@ -123,12 +132,8 @@ func TestPausedEvaluations(t *testing.T) {
 	// With both stress tests, the pause comes at the evaluation that
 	// --eval-every kept (the 2nd, at t=20; the 4th is the last report).
 	both := (&evaluator{evalEvery: 2, evalPause: 2}).stressed(f)
-	ts = ts[:0]
-	for _, r := range both.Reports {
-		ts = append(ts, r.T)
-	}
-	if want := "[0 10 20 30 40 50 60 100]"; fmt.Sprint(ts) != want {
-		t.Errorf("both stress tests: times %v, want %s", ts, want)
+	if got, want := reportTimes(both), "[0 10 20 30 40 50 60 100]"; got != want {
+		t.Errorf("both stress tests: times %v, want %s", got, want)
 	}
 	if want := "[- - 4 4 4 4 4 2]"; fmt.Sprint(objectiveValues(both)) != want {
 		t.Errorf("both stress tests: objective %v, want %s", objectiveValues(both), want)
@@ -178,12 +183,8 @@ func TestLossReports(t *testing.T) {
 	// heartbeats of the evaluation's report, and the training loss goes on
 	// after it.
 	paused := (&evaluator{lossEvery: 10, evalPause: 3}).stressed(f)
-	times = times[:0]
-	for _, r := range paused.Reports {
-		times = append(times, r.T)
-	}
-	if want := "[0 10 20 30 40 50 60 70 80 90 100 110 120 130 140 150 160 170 180]"; fmt.Sprint(times) != want {
-		t.Errorf("with a pause: times %v, want %s", times, want)
+	if got, want := reportTimes(paused), "[0 10 20 30 40 50 60 70 80 90 100 110 120 130 140 150 160 170 180]"; got != want {
+		t.Errorf("with a pause: times %v, want %s", got, want)
 	}
 
 	withTotal := historyFile(t,
