@@ -36,6 +36,9 @@ type paceSample struct {
 	t1         float64 // end time
 }
 
+// start is when the interval began.
+func (q paceSample) start() float64 { return q.t1 - q.dt }
+
 // pace is a fitted model of seconds per unit progress.
 type pace struct {
 	level   float64 // recent seconds per unit progress
@@ -180,7 +183,7 @@ func selectTrend(s []paceSample) (phi, hindErr float64, window int, judged bool)
 // errs and returns the number of origins.
 func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]float64) int {
 	last := s[len(s)-1]
-	t0 := s[0].t1 - s[0].dt
+	t0 := s[0].start()
 	n := 0
 	for _, f := range [...]float64{0.85, 0.9, 0.95} {
 		cut := t0 + f*(last.t1-t0)
@@ -251,9 +254,9 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 // all).
 func recentStart(s []paceSample, minSamples int) int {
 	last := s[len(s)-1]
-	w0 := last.t1 - 0.2*(last.t1-(s[0].t1-s[0].dt))
+	w0 := last.t1 - 0.2*(last.t1-s[0].start())
 	k := len(s)
-	for k > 0 && (s[k-1].t1-s[k-1].dt >= w0 || len(s)-k < minSamples) {
+	for k > 0 && (s[k-1].start() >= w0 || len(s)-k < minSamples) {
 		k--
 	}
 	return k

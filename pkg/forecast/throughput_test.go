@@ -32,22 +32,25 @@ func TestSelectTrendByHindcast(t *testing.T) {
 	}
 }
 
+// stages are pace samples of 10 units of progress each, at the given
+// seconds per unit.
+func stages(taus ...float64) []paceSample {
+	var s []paceSample
+	x, tm := 0.0, 0.0
+	for _, tau := range taus {
+		tm += 10 * tau
+		s = append(s, paceSample{x0: x, x1: x + 10, dt: 10 * tau, t1: tm})
+		x += 10
+	}
+	return s
+}
+
 // The recent window's size is chosen by the same hindcasts: a job that
 // reports rarely and has just entered a slower stage (batch or
 // sequence-length schedules) is paced by its newest intervals alone,
 // which the three-sample window would dilute with the faster stage; a job
 // at an even pace keeps the wider window.
 func TestSelectTrendWindowByHindcast(t *testing.T) {
-	stages := func(taus ...float64) []paceSample {
-		var s []paceSample
-		x, tm := 0.0, 0.0
-		for _, tau := range taus {
-			tm += 10 * tau
-			s = append(s, paceSample{x0: x, x1: x + 10, dt: 10 * tau, t1: tm})
-			x += 10
-		}
-		return s
-	}
 	staged := stages(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2)
 	if _, _, w, _ := selectTrend(staged); w != 1 {
 		t.Errorf("a slower stage of two intervals: window %d, want 1", w)
@@ -68,13 +71,7 @@ func TestSelectTrendWindowByHindcast(t *testing.T) {
 // its schedule a quarter of the way in is given more time than its recent
 // rate alone would (half the fitted trend, with no hindcast to weigh it).
 func TestFitPaceTrendFromThreeSamples(t *testing.T) {
-	var s []paceSample
-	x, tm := 0.0, 0.0
-	for _, tau := range []float64{1, 1.5, 2} {
-		tm += 10 * tau
-		s = append(s, paceSample{x0: x, x1: x + 10, dt: 10 * tau, t1: tm})
-		x += 10
-	}
+	s := stages(1, 1.5, 2)
 	p, ok := fitPace(s)
 	if !ok || p.phi != dampedTrend {
 		t.Fatalf("fitPace: ok %v, trend share %v, want the damped %v", ok, p.phi, dampedTrend)
