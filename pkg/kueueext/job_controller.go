@@ -218,6 +218,9 @@ func (r *JobReconciler) shareWith(other *JobReconciler) {
 	r.table, r.caps, r.wl, r.contact = other.table, other.caps, other.wl, other.contact
 }
 
+// contactKey names r's kind in the shared contact (its group and kind).
+func (r *JobReconciler) contactKey() string { return r.kind.GVK().GroupKind().String() }
+
 // kindName is the kind for messages ("TrainJob", "Job", "JobSet").
 func (r *JobReconciler) kindName() string { return r.kind.GVK().Kind }
 
@@ -751,7 +754,7 @@ func (r *JobReconciler) objectiveCondition(job client.Object, st *jobState, c Ob
 func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st *jobState, stopOptIn bool, now time.Time) (
 	wl *kueue.Workload, facts preempt.Facts, wf *WorkloadFacts, backoff time.Duration, err error) {
 	facts = preempt.Facts{Namespace: job.GetNamespace(), StopOptIn: stopOptIn,
-		WatchingSince: ptr.To(unixSeconds(r.contact.watchingSince(now)))}
+		WatchingSince: ptr.To(unixSeconds(r.contact.watchingSince(r.contactKey(), now)))}
 	if t := st.work.LastPlannerEvictionTime; t != nil {
 		facts.LastPlannerEvictionAt = ptr.To(unixSeconds(notAfter(t.Time, now)))
 	}

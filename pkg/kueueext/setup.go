@@ -270,9 +270,9 @@ func (p *Planner) startKind(kc *kindController, s APIStatus) error {
 			Named(strings.ToLower(gvk.Kind)+"-progress").
 			// contact first: it sees every delivery, even those the
 			// next predicate filters (the planner's own status writes
-			// coming back prove its watches work).
-			For(kc.kind.NewObject(), builder.WithPredicates(kc.rec.contact.predicate(), kc.rec.arrivals.predicate())).
-			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(kc.rec.contact.predicate(), createOrDelete())).
+			// coming back prove the server answers).
+			For(kc.kind.NewObject(), builder.WithPredicates(kc.rec.contact.predicate(kc.rec.contactKey()), kc.rec.arrivals.predicate())).
+			Owns(&v1alpha1.ProgressForecast{}, builder.WithPredicates(kc.rec.contact.predicate(""), createOrDelete())).
 			WithOptions(opts)
 		if p.opts.Reports != nil {
 			// Reports that arrive outside the object (the progress
