@@ -21,6 +21,9 @@ type Engine interface {
 // forecasts are asked for at any instant at or after the latest report.
 type Replay interface {
 	Observe(t float64, s progress.TrainerStatus)
+	// Readmitted: the job's Workload was admitted again after an
+	// eviction (the controller calls History.Resume when it sees that).
+	Readmitted()
 	// Forecast is the forecast as of now; endStep, when not nil, overrides
 	// the planned end on the progress axis (Settings.EndStep).
 	Forecast(now float64, endStep *float64) forecast.Forecast
@@ -59,6 +62,8 @@ type forecastRun struct {
 }
 
 func (r *forecastRun) Observe(t float64, s progress.TrainerStatus) { r.h.Observe(t, s) }
+
+func (r *forecastRun) Readmitted() { r.h.Resume() }
 
 func (r *forecastRun) Forecast(now float64, endStep *float64) forecast.Forecast {
 	obj := r.obj

@@ -63,6 +63,7 @@ type stream struct {
 	reps  []progress.FileReport
 	next  int
 	evals int
+	head  progress.FileHeader // for its readmission (FileHeader.ReadmittedBefore)
 	// one-entry cache: repeated questions at the same instant
 	haveLast bool
 	lastNow  float64
@@ -71,12 +72,20 @@ type stream struct {
 
 func newStream(e Engine, f *progress.HistoryFile) *stream {
 	obj, ok := f.Header.ObjectiveSpec()
-	return &stream{run: e.NewRun(obj, ok), reps: f.Reports}
+	return &stream{run: e.NewRun(obj, ok), reps: f.Reports, head: f.Header}
 }
 
 func (s *stream) advance(now float64) {
 	for s.next < len(s.reps) && progress.AtOrBefore(s.reps[s.next].T, now) {
-		s.run.Observe(s.reps[s.next].T, s.reps[s.next].TrainerStatus)
+		r := s.reps[s.next]
+		prev := math.Inf(-1)
+		if s.next > 0 {
+			prev = s.reps[s.next-1].T
+		}
+		if s.head.ReadmittedBefore(prev, r.T) {
+			s.run.Readmitted()
+		}
+		s.run.Observe(r.T, r.TrainerStatus)
 		s.next++
 	}
 }

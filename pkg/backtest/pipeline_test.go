@@ -28,6 +28,7 @@ func (e *fakeEngine) NewRun(progress.Objective, bool) Replay { return &fakeRepla
 func (r *fakeReplay) Observe(t float64, _ progress.TrainerStatus) {
 	r.lastT, r.n = t, r.n+1
 }
+func (r *fakeReplay) Readmitted() {}
 func (r *fakeReplay) Forecast(now float64, endStep *float64) forecast.Forecast {
 	return r.e.fn(r.lastT, r.n, now, endStep)
 }

@@ -35,6 +35,7 @@ type HistoryCut struct {
 	H      *progress.History
 	Read   int
 	First  float64
+	last   float64 // the latest report's t
 }
 
 // NewHistoryCut starts an empty cut of a file with header h.
@@ -48,11 +49,17 @@ func (c *HistoryCut) Add(r progress.FileReport) bool {
 	if !progress.AtOrBefore(r.T, c.Cut.At) {
 		return false
 	}
+	prev := math.Inf(-1)
 	if c.Read == 0 {
 		c.First = r.T
+	} else {
+		prev = c.last
+	}
+	if c.Header.ReadmittedBefore(prev, r.T) {
+		c.H.Resume()
 	}
 	c.H.Observe(r.T, r.TrainerStatus)
-	c.Read++
+	c.Read, c.last = c.Read+1, r.T
 	return true
 }
 

@@ -75,3 +75,40 @@ func TestLoadFromStandardInput(t *testing.T) {
 		t.Errorf("empty stdin: %v", err)
 	}
 }
+
+// TestCutReplaysTheReadmission: a preempt_resume file's readmission
+// (incident.resumeSeconds) starts a new segment, as in the controller and
+// the backtest, although the counter carries on and the silence is short
+// of the pause a history alone takes for a restart.
+func TestCutReplaysTheReadmission(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"kind":"ProgressHistory","version":1,"name":"job","objective":{"metric":"eval_loss","direction":"minimize"},"incident":{"type":"preempt_resume","atSeconds":300,"resumeSeconds":1200}}` + "\n")
+	for i := 1; i <= 50; i++ {
+		t := 10 * i
+		if i > 30 {
+			t += 900
+		}
+		fmt.Fprintf(&b, `{"t":%d,"trainerStatus":{"metrics":[{"name":"current_step","value":"%d"},{"name":"total_steps","value":"100"},{"name":"eval_loss","value":"%g"}]}}`+"\n",
+			t, i, 3/(1+0.05*float64(i))+1)
+	}
+	for _, tc := range []struct {
+		incident string // replaces the header's ("": kept)
+		segs     int
+	}{{"", 2}, {`,"incident":{"type":"hang"}`, 1}} {
+		text := b.String()
+		if tc.incident != "" {
+			text = strings.Replace(text, `,"incident":{"type":"preempt_resume","atSeconds":300,"resumeSeconds":1200}`, tc.incident, 1)
+		}
+		c, err := Load("-", strings.NewReader(text), CutSpec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Forecast(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Forecast.Segments != tc.segs {
+			t.Errorf("incident %q: %d segments, want %d", tc.incident, out.Forecast.Segments, tc.segs)
+		}
+	}
+}

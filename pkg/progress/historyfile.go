@@ -142,6 +142,17 @@ func (h FileHeader) IncidentType() string { return rawString(h.Incident["type"])
 // IncidentFloat returns a numeric incident field (e.g. "atSeconds").
 func (h FileHeader) IncidentFloat(key string) (float64, bool) { return rawFloat(h.Incident[key]) }
 
+// ReadmittedBefore reports whether the job's Workload was admitted again
+// after an eviction (incident.resumeSeconds of a preempt_resume file) after
+// the report at prev and by the report at t. A replay calls History.Resume
+// before observing that report, as the controller does when it sees the
+// readmission (before the restarted job reports). prev is -Inf before the
+// first report.
+func (h FileHeader) ReadmittedBefore(prev, t float64) bool {
+	at, ok := h.IncidentFloat("resumeSeconds")
+	return ok && prev < at && at <= t
+}
+
 // Dataset is source.dataset, or "" when absent.
 func (h FileHeader) Dataset() string {
 	var s struct {
