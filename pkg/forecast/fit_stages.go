@@ -174,6 +174,9 @@ func measurePace(st *fitState) bool {
 		paceAxis = progress.Point.Fraction
 	}
 	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis))
+	if st.paceOK {
+		st.pc.position(st.pts, paceAxis)
+	}
 	if st.paceOK && st.pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {
 		rate := 1 / st.pc.level
 		if axis != axisCount {

@@ -579,3 +579,27 @@ func TestRecentSetback(t *testing.T) {
 		}
 	}
 }
+
+// A job evicted and readmitted reports once from its checkpoint: its ETA
+// runs from where that report puts it, at the pace it had, and the time
+// since that report counts as run. Before, the pace's latest point was its
+// last sample before the eviction, so the ETA still held the work the
+// checkpoint had already done.
+func TestETAFromWhereARestartPutsTheJob(t *testing.T) {
+	r := healthy() // 5 steps/s, 10,000 steps
+	for _, tc := range []struct {
+		name string
+		step int // where the restarted job's report puts it
+	}{{"checkpoint after the last report", 5500}, {"lost steps", 4000}} {
+		h := r.history(1000, nil) // to step 5000 at t=1000
+		h.Resume()
+		h.Observe(2000, progress.TrainerStatus{Metrics: metrics("loss", "1.6", "current_step", fmt.Sprint(tc.step), "total_steps", "10000")})
+		for _, late := range []float64{0, 20} {
+			f := Fit(h, lossMin, 2000+late, DefaultSettings())
+			want := float64(10000-tc.step)/5 - late
+			if f.Segments != 2 || !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.03 {
+				t.Errorf("%s, %v s after the report: ETA %+v over %d segments, want %.0f s ± 3 %% over 2", tc.name, late, f.ETA, f.Segments, want)
+			}
+		}
+	}
+}

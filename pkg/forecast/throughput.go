@@ -109,6 +109,31 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 	return p, ok
 }
 
+// position moves the pace's latest point to where the job is now when
+// that is newer than its last sample: a job restarted without a sample in
+// its new segment yet (one report since the restart, or a first interval
+// from the restart's 0 % report that counts no work) is at the position
+// its new segment shows, reached at that report, not where its last
+// sample before the restart ended; the time it has run since counts from
+// there. Within a segment the newest move ends the last sample, so nothing
+// changes.
+func (p *pace) position(pts []progress.Point, axis func(progress.Point) float64) {
+	i := len(pts) - 1
+	for i >= 0 && math.IsNaN(axis(pts[i])) {
+		i--
+	}
+	if i < 0 {
+		return
+	}
+	x := axis(pts[i])
+	for i > 0 && pts[i-1].Seg == pts[i].Seg && axis(pts[i-1]) == x {
+		i-- // back to when x was reached
+	}
+	if pts[i].T > p.tLast {
+		p.xLast, p.tLast = x, pts[i].T
+	}
+}
+
 // clearTrendMultiple: how many times the recent spread of the pace the
 // slowing its trend describes must exceed to be carried in full without a
 // hindcast (clearTrend).
