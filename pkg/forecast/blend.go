@@ -40,6 +40,10 @@ type blended struct {
 	lo, hi           float64 // physical bounds of the oriented metric (±Inf when none)
 }
 
+// checked: the hindcast ran (enough observations on both sides of its
+// split).
+func (b blended) checked() bool { return b.hSpan > 0 }
+
 // newBlended fits the hindcast and returns the blend around cf.
 func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
 	b := blended{cf: cf, w: 1, persist: obs[len(obs)-1].y, xLast: obs[len(obs)-1].x,

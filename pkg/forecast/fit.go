@@ -246,6 +246,9 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 			}
 		}
 	}
+	if ok && !bl.checked() {
+		xc = boundUncheckedCrossing(obs, level, xc)
+	}
 	if !ok {
 		xc, stretch, ok = linearCrossing(obs, level)
 		basis = "target-linear"
@@ -267,6 +270,29 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
 	}
 	return etaEstimate(secs, rel, z, basis), xc, stretch
+}
+
+// uncheckedCrossingMultiple: how many times the job's own line's distance
+// to the target (linearCrossing) a curve the hindcast could not check may
+// put its crossing (boundUncheckedCrossing).
+const uncheckedCrossingMultiple = 2
+
+// boundUncheckedCrossing holds the curve's crossing xc to at most
+// uncheckedCrossingMultiple times the distance the job's own line puts the
+// target at. With too few observations for the hindcast (newBlended), the
+// curve's crossing is its family's prior, not the job's: how much slower
+// than its current rate the job will improve is what its history has not
+// shown yet, and a family that saturates early puts the target many times
+// further than the job then took (docs/backtest.md 7.18). The line is
+// itself checked on the job's past (lineStretch), so the bound is the
+// simplest method's, widened by what the job has shown.
+func boundUncheckedCrossing(obs []objPoint, level, xc float64) float64 {
+	xLast := obs[len(obs)-1].x
+	xl, _, ok := linearCrossing(obs, level)
+	if !ok || xl <= xLast {
+		return xc
+	}
+	return math.Min(xc, xLast+uncheckedCrossingMultiple*(xl-xLast))
 }
 
 // runningSince is the instant from which the job has been working toward

@@ -603,3 +603,25 @@ func TestETAFromWhereARestartPutsTheJob(t *testing.T) {
 		}
 	}
 }
+
+// A curve the hindcast could not check puts the target at most
+// uncheckedCrossingMultiple times as far as the job's own line does; a
+// nearer crossing is kept, and without an improving line there is no
+// bound.
+func TestBoundUncheckedCrossing(t *testing.T) {
+	obs := []objPoint{{t: 10, x: 10, y: 1}, {t: 20, x: 20, y: 0.8}, {t: 30, x: 30, y: 0.6}, {t: 40, x: 40, y: 0.5}}
+	xl, _, ok := linearCrossing(obs, 0.3)
+	if !ok || !(xl > 40) {
+		t.Fatalf("line crossing %v, %v", xl, ok)
+	}
+	bound := 40 + uncheckedCrossingMultiple*(xl-40)
+	for _, tc := range []struct{ xc, want float64 }{{500, bound}, {bound - 1, bound - 1}, {xl, xl}} {
+		if got := boundUncheckedCrossing(obs, 0.3, tc.xc); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("crossing %v: bounded to %v, want %v (line %v)", tc.xc, got, tc.want, xl)
+		}
+	}
+	flat := []objPoint{{t: 10, x: 10, y: 1}, {t: 20, x: 20, y: 1}, {t: 30, x: 30, y: 1}, {t: 40, x: 40, y: 1}}
+	if got := boundUncheckedCrossing(flat, 0.3, 500); got != 500 {
+		t.Errorf("no improving line: %v, want the curve's 500", got)
+	}
+}
