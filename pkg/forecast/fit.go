@@ -229,7 +229,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0, 1
 	case hung:
 		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0, 1
-	case !paceOK || len(obs) < 2:
+	case !paceOK || !(pc.perAxis > 0) || len(obs) < 2:
 		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0, 1
 	}
 	xLast := obs[len(obs)-1].x
@@ -256,14 +256,14 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	if !ok {
 		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0, 1
 	}
-	secs, rel := pc.timeTo(xc)
+	secs, rel := pc.timeToAxis(xc)
 	if basis == "target" {
 		// Crossing uncertainty through the curve's slope there.
 		mean, sd := bl.predict(xc)
 		dx := math.Max(xc*1e-3, 1e-9)
 		m2, _ := bl.predict(xc + dx)
 		if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
-			xrel := sd / slope / math.Max(xc-pc.xLast, dx)
+			xrel := sd / slope / math.Max(xc-pc.xLast/pc.perAxis, dx)
 			rel = math.Sqrt(rel*rel + xrel*xrel)
 		}
 	} else {

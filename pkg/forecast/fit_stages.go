@@ -169,13 +169,14 @@ func detectHang(st *fitState) bool {
 // fraction when a total exists), and carries the job's own ETA claim.
 func measurePace(st *fitState) bool {
 	f, last, axis := &st.f, st.last, st.axis
-	paceAxis := axis.value
+	paceAxis, perAxis := axis.value, 1.0
 	if axis == axisSteps || axis == axisEpochs {
-		paceAxis = progress.Point.Fraction
+		paceAxis, perAxis = progress.Point.Fraction, 1/latestTotal(st.pts, axis)
 	}
 	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis))
 	if st.paceOK {
 		st.pc.position(st.pts, paceAxis)
+		st.pc.perAxis = perAxis
 	}
 	if st.paceOK && st.pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {
 		rate := 1 / st.pc.level
@@ -190,6 +191,17 @@ func measurePace(st *fitState) bool {
 		f.ReportedETA = ptr(math.Max(0, last.ReportedETA-(st.now-last.T)))
 	}
 	return true
+}
+
+// latestTotal is the newest planned end on axis that a point reports (NaN
+// when none does).
+func latestTotal(pts []progress.Point, axis axisKind) float64 {
+	for i := len(pts) - 1; i >= 0; i-- {
+		if v := axis.total(pts[i]); v > 0 && !math.IsInf(v, 1) {
+			return v
+		}
+	}
+	return math.NaN()
 }
 
 // fitObjective builds the objective series, fits the curve ensemble and
@@ -249,6 +261,14 @@ func planEnd(st *fitState) bool {
 	return true
 }
 
+// crossingMethod names a time-to-target basis for reasons.
+func crossingMethod(basis string) string {
+	if basis == "target-linear" {
+		return "recent line"
+	}
+	return "fitted curve"
+}
+
 // estimateETA: the time to target (whenever a target is set) and the ETA,
 // to the total when there is one, else to the target.
 func estimateETA(st *fitState) bool {
@@ -256,6 +276,12 @@ func estimateETA(st *fitState) bool {
 	if st.obj.Target != nil {
 		var tt Estimate
 		tt, st.xc, st.xcStretch = timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
+		if tt.Known && tt.Value > 0 && st.endBasis != "" && st.xc > st.xEnd {
+			// A crossing past the planned end is no time at all: the job
+			// stops first (a time in days for a run ending in minutes
+			// said nothing true).
+			tt = Estimate{Why: fmt.Sprintf("the %s reaches the target %g only past the planned end", crossingMethod(tt.Basis), *st.obj.Target)}
+		}
 		if tt.Known && tt.Value > 0 {
 			tt = etaEstimate(tt.Value-(st.now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)
 		}

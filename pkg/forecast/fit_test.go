@@ -625,3 +625,29 @@ func TestBoundUncheckedCrossing(t *testing.T) {
 		t.Errorf("no improving line: %v, want the curve's 500", got)
 	}
 }
+
+// A job with a planned end whose curve reaches the target only past that
+// end has no time to target (it stops first), with the reason; one that
+// reaches it before the end has one, before its ETA.
+func TestTimeToTargetPastThePlannedEnd(t *testing.T) {
+	h := healthy().history(1000, nil) // loss 1 + 3/(1+step/2000), at step 5,000 of 10,000
+	for _, tc := range []struct {
+		target float64
+		known  bool
+	}{{1.6, true}, {1.2, false}} { // crossings at steps 8,000 and 28,000
+		obj := lossMin
+		obj.Target = f64(tc.target)
+		f := Fit(h, obj, 1000, DefaultSettings())
+		tt := f.TimeToTarget
+		switch {
+		case tt == nil:
+			t.Errorf("target %v: no time to target", tc.target)
+		case tt.Known != tc.known:
+			t.Errorf("target %v: time to target %+v, want known=%v", tc.target, *tt, tc.known)
+		case tc.known && !(tt.Value < f.ETA.Value):
+			t.Errorf("target %v: time to target %v not before the ETA %v", tc.target, tt.Value, f.ETA.Value)
+		case !tc.known && !strings.Contains(tt.Why, "only past the planned end"):
+			t.Errorf("target %v: reason %q", tc.target, tt.Why)
+		}
+	}
+}

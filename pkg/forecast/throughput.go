@@ -50,6 +50,10 @@ type pace struct {
 	tLast   float64 // time of that point
 	phi     float64 // share of the trend carried forward (selectTrend)
 	hindErr float64 // the weighted hindcast error (relative; 0: none)
+	// perAxis: units of the pace's own axis per unit of the objective's
+	// axis (1/total when the pace runs on the fraction done and the
+	// objective on steps or epochs; 1 otherwise). Set by measurePace.
+	perAxis float64
 }
 
 // paceSamples extracts intervals along axis from points. axis returns the
@@ -378,6 +382,10 @@ const dampedTrend = 0.5
 
 // timeTo returns the seconds, counted from the latest moving point, needed
 // to reach progress xEnd, and its relative uncertainty.
+// timeToAxis is timeTo for a position x on the objective's axis (a
+// crossing of the target).
+func (p pace) timeToAxis(x float64) (secs, rel float64) { return p.timeTo(x * p.perAxis) }
+
 func (p pace) timeTo(xEnd float64) (secs, rel float64) {
 	if xEnd <= p.xLast {
 		return 0, p.relSD
