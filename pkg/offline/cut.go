@@ -35,12 +35,12 @@ type HistoryCut struct {
 	H      *progress.History
 	Read   int
 	First  float64
-	last   float64 // the latest report's t
+	last   float64 // the latest report's t (-Inf before the first)
 }
 
 // NewHistoryCut starts an empty cut of a file with header h.
 func NewHistoryCut(h progress.FileHeader, cut Cut) *HistoryCut {
-	return &HistoryCut{Header: h, Cut: cut, H: progress.NewHistory(progress.DefaultLimits())}
+	return &HistoryCut{Header: h, Cut: cut, H: progress.NewHistory(progress.DefaultLimits()), last: math.Inf(-1)}
 }
 
 // Add observes r; false once r is past the cut (reports come in time
@@ -49,13 +49,10 @@ func (c *HistoryCut) Add(r progress.FileReport) bool {
 	if !progress.AtOrBefore(r.T, c.Cut.At) {
 		return false
 	}
-	prev := math.Inf(-1)
 	if c.Read == 0 {
 		c.First = r.T
-	} else {
-		prev = c.last
 	}
-	if c.Header.ReadmittedBefore(prev, r.T) {
+	if c.Header.ReadmittedBefore(c.last, r.T) {
 		c.H.Resume()
 	}
 	c.H.Observe(r.T, r.TrainerStatus)
