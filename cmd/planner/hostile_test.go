@@ -39,6 +39,8 @@ func TestAbsurdFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"backtest", "--loss-every", "0.5"}, "--loss-every 0.5: must be 0 or in [1, 3600] seconds"},
 		{[]string{"backtest", "--loss-every", "NaN"}, "--loss-every NaN: must be 0 or in [1, 3600] seconds"},
 		{[]string{"backtest", "--loss-every", "-5"}, "--loss-every -5: must be 0 or in [1, 3600] seconds"},
+		{[]string{"backtest", "--time-scale", "0"}, "--time-scale 0: must be in [0.001, 1000]"},
+		{[]string{"backtest", "--time-scale", "NaN"}, "--time-scale NaN: must be in [0.001, 1000]"},
 		{[]string{"report", "--quota", "-5", steps}, fmt.Sprintf("--quota -5: must be in [0, %d]", report.MaxGPUs)},
 		{[]string{"report", "--admit-sizes", "99999999999", steps}, fmt.Sprintf("want integers in [1, %d]", report.MaxGPUs)},
 		{[]string{"forecast", steps, "--at", "1e308"}, fmt.Sprintf("--at 1e+308: want seconds in [0, %d]", maxRunSeconds)},

@@ -60,6 +60,12 @@ type Options struct {
 	// it also logged a training loss every LossEvery seconds between its
 	// recorded reports (lossReports; at least MinLossEvery).
 	LossEvery float64
+	// Mirror scores every file with its objective mirrored (v → −v, the
+	// direction flipped; mirroredObjective).
+	Mirror bool
+	// TimeScale, when not 0 or 1, scores every file with its times
+	// multiplied by TimeScale (scaledTime; in [MinTimeScale, MaxTimeScale]).
+	TimeScale float64
 }
 
 // FilesFromPaths expands files and directories into inputs
@@ -446,7 +452,8 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Optimus == nil {
 		opt.Optimus = OptimusOnly
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery}
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery,
+		mirror: opt.Mirror, timeScale: opt.TimeScale}
 
 	type result struct {
 		job Job
@@ -478,7 +485,8 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, FilesRead: len(inputs)}
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery,
+		Mirror: opt.Mirror, TimeScale: timeScale(opt.TimeScale), FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {
 		if res.err != nil {
@@ -518,7 +526,7 @@ func evalInput(ev *evaluator, in Input, onThin func(string, Thinning)) (job Job,
 	if err != nil {
 		return Job{}, err
 	}
-	job, err = ev.evalFile(in.Name, ev.stressed(f))
+	job, err = ev.evalFile(in.Name, ev.stressed(ev.recast(f)))
 	if th.Thinned() {
 		job.Thinned = &th
 	}

@@ -41,6 +41,9 @@ type evaluator struct {
 	evalEvery int
 	evalPause float64
 	lossEvery float64
+	// mirror, timeScale: Options.Mirror and TimeScale (recast).
+	mirror    bool
+	timeScale float64
 }
 
 // raw keeps a forecast for the per-job entries (nil when per-job output is

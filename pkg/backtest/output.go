@@ -123,6 +123,12 @@ func (t *tw) intro(r *Report) {
 	if r.LossEvery > 0 {
 		t.f("Stress test (--loss-every %g): each original run without a fixed total also logs a training loss every %g s between its recorded reports (docs/backtest.md 7.15).\n", r.LossEvery, r.LossEvery)
 	}
+	if r.Mirror {
+		t.f("Metamorphic check (--mirror-objective): every file's objective mirrored, v -> -v with its direction flipped (docs/backtest.md 7.20).\n")
+	}
+	if r.TimeScale != 1 {
+		t.f("Metamorphic check (--time-scale %g): every time in every file multiplied by %g (docs/backtest.md 7.20).\n", r.TimeScale, r.TimeScale)
+	}
 	t.f("Errors are percentages; definitions in docs/backtest.md (the same as shared/eval/baseline.py).\n\n")
 	for _, s := range r.Skipped {
 		t.f("- skipped %s: %s\n", s.File, s.Error)

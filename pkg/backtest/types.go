@@ -24,7 +24,13 @@ type Report struct {
 	// LossEvery: original runs without a fixed total were scored as if
 	// they also logged a training loss every LossEvery seconds (0: as
 	// recorded; --loss-every).
-	LossEvery float64   `json:"lossEvery"`
+	LossEvery float64 `json:"lossEvery"`
+	// Mirror: every file was scored with its objective mirrored (v → −v,
+	// the direction flipped; --mirror-objective).
+	Mirror bool `json:"mirror"`
+	// TimeScale: every file was scored with its times multiplied by
+	// TimeScale (1: as recorded; --time-scale).
+	TimeScale float64   `json:"timeScale"`
 	FilesRead int       `json:"filesRead"`
 	Skipped   []Skipped `json:"skipped,omitempty"`
 
