@@ -19,7 +19,9 @@ import (
 //
 // The forecast combines a recent level (the ratio estimator over the most
 // recent fifth of observed time, stretched to at least three samples or,
-// where the job's own hindcasts favour it, to its newest alone) with a
+// where the job's own hindcasts favour it, to its newest alone; for a job
+// that pauses, over its latest whole cycles of training and pause:
+// levelWindow) with a
 // linear trend of tau against progress fitted robustly over the whole
 // history, of which a share is carried forward: none and half (damped),
 // weighed by how well each predicted the job's own recent past
@@ -34,6 +36,8 @@ import (
 type paceSample struct {
 	x0, x1, dt float64
 	t1         float64 // end time
+	// pause: the interval holds a pause (markPauses).
+	pause bool
 }
 
 // start is when the interval began.
@@ -97,7 +101,30 @@ func paceSamples(pts []progress.Point, axis func(progress.Point) float64) []pace
 		out = append(out, kept...)
 		i = j
 	}
+	markPauses(out)
 	return out
+}
+
+// pauseMultiple: a sample whose seconds per unit progress exceed this
+// multiple of the job's median holds a pause (an evaluation, a checkpoint)
+// rather than training alone.
+const pauseMultiple = 4
+
+// markPauses flags the samples that hold a pause (pauseMultiple). The
+// median is the whole history's, so the hindcasts' earlier windows see
+// the same pauses as the forecast does.
+func markPauses(s []paceSample) {
+	if len(s) < 5 {
+		return
+	}
+	taus := make([]float64, len(s))
+	for i, q := range s {
+		taus[i] = q.dt / (q.x1 - q.x0)
+	}
+	thr := pauseMultiple * stats.MedianInPlace(taus) // taus is this call's own
+	for i := range s {
+		s[i].pause = s[i].dt/(s[i].x1-s[i].x0) > thr
+	}
 }
 
 // fitPace fits the pace model and lets the job's own history weigh how
@@ -232,7 +259,8 @@ func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]flo
 		}
 		for wi, window := range levelWindows {
 			if wi > 0 {
-				p0.level, p0.xLevel, _ = ratioLevel(s[recentStart(s[:k], window):k])
+				from, to := levelWindow(s[:k], window)
+				p0.level, p0.xLevel, _ = ratioLevel(s[from:to])
 			}
 			for i, share := range trendShares {
 				p0.phi = share
@@ -254,8 +282,8 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 	}
 	last := s[len(s)-1]
 	p.xLast, p.tLast, p.samples = last.x1, last.t1, len(s)
-	wideFrom := recentStart(s, levelWindows[0])
-	wide := s[wideFrom:]
+	wideFrom, wideTo := levelWindow(s, levelWindows[0])
+	wide := s[wideFrom:wideTo]
 	wideLevel, wideX, ok := ratioLevel(wide)
 	if !ok {
 		return pace{}, false
@@ -269,13 +297,36 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 	}
 	p.relSD = math.Sqrt(v / sumDX)
 	p.level, p.xLevel = wideLevel, wideX
-	if from := recentStart(s, minSamples); from != wideFrom {
-		if p.level, p.xLevel, ok = ratioLevel(s[from:]); !ok {
+	if from, to := levelWindow(s, minSamples); from != wideFrom || to != wideTo {
+		if p.level, p.xLevel, ok = ratioLevel(s[from:to]); !ok {
 			return pace{}, false
 		}
 	}
 	p.slope = robustSlope(s)
 	return p, true
+}
+
+// levelWindow is the recent level's window s[from:to]: recentStart's,
+// or, for a job that pauses (at each evaluation, say) and whose recent
+// window holds fewer than three pauses, its latest whole cycles: from
+// just after its third-latest pause (or second-latest) to the end of its
+// latest one. A window shorter than the job's cycle sees a stretch with
+// or without a pause and is biased fast or slow by chance; whole cycles
+// count the pauses in their true share.
+func levelWindow(s []paceSample, minSamples int) (from, to int) {
+	from, to = recentStart(s, minSamples), len(s)
+	var pauses [3]int // latest first
+	n := 0
+	for i := len(s) - 1; i >= 0 && n < len(pauses); i-- {
+		if s[i].pause {
+			pauses[n] = i
+			n++
+		}
+	}
+	if n < 2 || (n == 3 && pauses[2] >= from) {
+		return from, to
+	}
+	return pauses[n-1] + 1, pauses[0] + 1
 }
 
 // recentStart is where the recent window begins: the samples wholly
