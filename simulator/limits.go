@@ -34,7 +34,8 @@ const (
 	// maxRunEvents bounds the reports and forecast ticks of one run (the
 	// whole Philly trace makes about 10^7).
 	maxRunEvents = 100_000_000
-	// maxTotalSteps is pkg/forecast's bound on a counter (1e12 steps).
+	// maxTotalSteps bounds a scenario's step total: 1e12, within the
+	// bound pkg/progress puts on a reported counter (1e15).
 	maxTotalSteps = 1e12
 )
 

@@ -347,6 +347,35 @@ func TestFitTargetWithoutTotal(t *testing.T) {
 	}
 }
 
+// The unit of a progress counter does not matter: an MLPerf-like job
+// counting samples and the same job counting a billion times more (tokens
+// past 1e12, as any language model pretrained on trillions of tokens
+// does) get the same ETA to their target, and no report is refused.
+func TestFitCounterUnitsDoNotMatter(t *testing.T) {
+	tgt := 0.72
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
+	var etas []float64
+	for _, unit := range []float64{1, 1e9} {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 30; i++ {
+			acc := 0.8 - 0.5/(1+float64(i)/5)
+			h.Observe(float64(i*20), progress.TrainerStatus{Metrics: metrics("accuracy", fmt.Sprintf("%.5f", acc),
+				"tokens_count", strconv.FormatFloat(float64(i*1000)*unit, 'g', -1, 64))})
+		}
+		if r := h.Rejections(); len(r) != 0 {
+			t.Errorf("unit %g: rejections %v", unit, r)
+		}
+		f := Fit(h, obj, 400, DefaultSettings())
+		if !f.ETA.Known || f.ETA.Basis != "target" {
+			t.Fatalf("unit %g: ETA %+v notes %v", unit, f.ETA, f.Notes)
+		}
+		etas = append(etas, f.ETA.Value)
+	}
+	if math.Abs(etas[1]-etas[0]) > 1e-6*etas[0] {
+		t.Errorf("ETA %v s counting samples, %v s counting a billion times more", etas[0], etas[1])
+	}
+}
+
 func TestFitDeterministicAndCutoffIndependent(t *testing.T) {
 	r := healthy()
 	a := Fit(r.history(800, nil), lossMin, 800, DefaultSettings())

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,10 +53,13 @@ type Rejection struct {
 }
 
 // Sanity bounds for tenant-written values. They are far beyond any real
-// run (1e12 steps, ten years of ETA) and exist so that absurd values cannot
-// overflow arithmetic or earn protection.
+// run and exist so that absurd values cannot overflow arithmetic or earn
+// protection. A progress counter may reach 1e15: a count of tokens passes
+// 1e12 in any language model pretrained on over a trillion of them (15e12
+// for the largest public runs), and integers to 1e15 are exact in a
+// float64. Other values stay within 1e12, and an ETA within ten years.
 const (
-	maxCounter    = 1e12
+	maxCounter    = 1e15
 	maxETASeconds = 10 * 365 * 24 * 3600
 	maxMetricAbs  = 1e12
 	maxMetrics    = 64
@@ -285,7 +289,11 @@ func (ps *parser) metric(m MetricValue, v float64, n int) {
 		}
 		return
 	}
-	if math.Abs(v) > maxMetricAbs {
+	limit := maxMetricAbs
+	if slices.Contains(fallbackCounters, cname) {
+		limit = maxCounter // a counter the step axis may fall back to
+	}
+	if math.Abs(v) > limit {
 		ps.reject(RejectAbsurd, m.Name, truncate(m.Value, 32))
 		return
 	}

@@ -26,6 +26,9 @@ func TestParseAcceptsReporterNames(t *testing.T) {
 		{"snake", TrainerStatus{Metrics: metrics("current_step", "450", "total_steps", "1000", "current_epoch", "1.5", "loss", "0.23")}, 450, 1000, 1.5, math.NaN(), "loss", 0.23},
 		{"camel", TrainerStatus{Metrics: metrics("currentStep", "10", "totalSteps", "100", "currentEpoch", "2", "totalEpochs", "8", "evalLoss", "1.5")}, 10, 100, 2, 8, "eval_loss", 1.5},
 		{"mlperf counter", TrainerStatus{Metrics: metrics("samples_count", "300417", "mlm_accuracy", "0.4")}, 300417, math.NaN(), math.NaN(), math.NaN(), "mlm_accuracy", 0.4},
+		// A language model pretrained on trillions of tokens.
+		{"tokens past a trillion", TrainerStatus{Metrics: metrics("tokens_count", "2.4e12", "loss", "2.1")}, 2.4e12, math.NaN(), math.NaN(), math.NaN(), "loss", 2.1},
+		{"steps past a trillion", TrainerStatus{Metrics: metrics("current_step", "3e12", "loss", "2.1")}, 3e12, math.NaN(), math.NaN(), math.NaN(), "loss", 2.1},
 		{"eval star and grad", TrainerStatus{Metrics: metrics("current_step", "5", "eval_accuracy", "0.9", "grad_norm", "1.2", "learning_rate", "3e-4")}, 5, math.NaN(), math.NaN(), math.NaN(), "eval_accuracy", 0.9},
 	}
 	for _, c := range cases {
@@ -67,6 +70,8 @@ func TestParseRejections(t *testing.T) {
 		{"negative ETA", TrainerStatus{ProgressPercentage: f64(5), EstimatedRemainingSeconds: f64(-5)}, true, RejectNegative},
 		{"absurd ETA", TrainerStatus{ProgressPercentage: f64(5), EstimatedRemainingSeconds: f64(1e12)}, true, RejectAbsurd},
 		{"absurd step", TrainerStatus{Metrics: metrics("current_step", "1e20")}, false, RejectAbsurd},
+		{"absurd tokens", TrainerStatus{Metrics: metrics("tokens_count", "2e15", "loss", "2")}, true, RejectAbsurd},
+		{"absurd loss", TrainerStatus{Metrics: metrics("current_step", "3", "loss", "2e12")}, true, RejectAbsurd},
 		{"step beyond total", TrainerStatus{Metrics: metrics("current_step", "500", "total_steps", "100")}, false, RejectInconsistent},
 		{"duplicate metric", TrainerStatus{Metrics: metrics("loss", "1", "loss", "2")}, false, RejectDuplicateName},
 		{"empty", TrainerStatus{}, false, RejectEmpty},
