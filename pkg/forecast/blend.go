@@ -129,7 +129,7 @@ func curveFellShort(hf curve.Ensemble, obs []objPoint, k int) bool {
 		level = median3(held[n-3].y, held[n-2].y, held[n-1].y)
 	}
 	origin := obs[k-1].x
-	_, ok := hf.Crossing(level, origin, math.Max(origin, 1)*20)
+	_, ok := hf.Crossing(level, origin, crossingReach*origin)
 	return !ok
 }
 

@@ -211,6 +211,12 @@ func median3(a, b, c float64) float64 {
 	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c))
 }
 
+// crossingReach: a curve's target crossing is searched up to this
+// multiple of the job's position on its axis. Relative, so that it does
+// not depend on the counter's unit: a floor of one unit made it 50× for a
+// job counting fractional epochs (MLPerf dlrm and gnn end within one).
+const crossingReach = 20
+
 // timeToTarget estimates the time from the latest moving report until the
 // objective reaches obj.Target (Value = seconds, an interval from the pace
 // and the crossing's uncertainty), the axis position of the crossing and,
@@ -238,7 +244,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	// The curve's crossing, unless a straight line predicted the job's own
 	// recent past better (the blend's hindcast).
 	if curveOK && !bl.lineBetter {
-		xc, ok = cf.Crossing(level, xLast, math.Max(xLast, 1)*20)
+		xc, ok = cf.Crossing(level, xLast, crossingReach*xLast)
 		if !ok {
 			a, okA := cf.Asymptote()
 			if (!okA || a-level > math.Max(cf.Sigma, bl.hErr)) && bl.levelsOffChecked {

@@ -349,9 +349,9 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		basis = "target-stop"
 	case math.IsNaN(st.xEnd) && targetStop:
 		// The curve never reaches the target: its long-run value.
-		xH, basis = st.xLast+100*math.Max(st.xLast-x0, 1), "asymptote"
+		xH, basis = st.xLast+100*(st.xLast-x0), "asymptote"
 	case math.IsNaN(st.xEnd):
-		xH, basis = st.xLast+math.Max(st.xLast-x0, 1), ""
+		xH, basis = st.xLast+(st.xLast-x0), ""
 	}
 	xH = math.Max(xH, st.xLast)
 	mean, sd := bl.predict(xH)

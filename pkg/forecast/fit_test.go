@@ -348,14 +348,18 @@ func TestFitTargetWithoutTotal(t *testing.T) {
 }
 
 // The unit of a progress counter does not matter: an MLPerf-like job
-// counting samples and the same job counting a billion times more (tokens
+// counting samples, the same job counting a billion times more (tokens
 // past 1e12, as any language model pretrained on trillions of tokens
-// does) get the same ETA to their target, and no report is refused.
+// does) and one counting fractions of an epoch (MLPerf dlrm and gnn end
+// within one) get the same ETA to their target and, without a target, the
+// same expected remaining improvement (over as long again as the run so
+// far), and no report is refused.
 func TestFitCounterUnitsDoNotMatter(t *testing.T) {
 	tgt := 0.72
 	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
-	var etas []float64
-	for _, unit := range []float64{1, 1e9} {
+	noTarget := progress.Objective{Metric: "accuracy", Direction: progress.Maximize}
+	var etas, finals []float64
+	for _, unit := range []float64{1, 1e9, 1e-5} {
 		h := progress.NewHistory(progress.DefaultLimits())
 		for i := 0; i <= 30; i++ {
 			acc := 0.8 - 0.5/(1+float64(i)/5)
@@ -370,9 +374,17 @@ func TestFitCounterUnitsDoNotMatter(t *testing.T) {
 			t.Fatalf("unit %g: ETA %+v notes %v", unit, f.ETA, f.Notes)
 		}
 		etas = append(etas, f.ETA.Value)
+		rem := Fit(h, noTarget, 400, DefaultSettings()).RemainingImprovement
+		if rem == nil {
+			t.Fatalf("unit %g: no remaining improvement", unit)
+		}
+		finals = append(finals, *rem)
 	}
-	if math.Abs(etas[1]-etas[0]) > 1e-6*etas[0] {
-		t.Errorf("ETA %v s counting samples, %v s counting a billion times more", etas[0], etas[1])
+	for i := range etas {
+		if math.Abs(etas[i]-etas[0]) > 1e-6*etas[0] || math.Abs(finals[i]-finals[0]) > 1e-6 {
+			t.Errorf("ETA to the target %v s and remaining improvement without one %v counting samples; %v s and %v counting %v",
+				etas[0], finals[0], etas[i], finals[i], []string{"samples", "a billion times more", "fractions of an epoch"}[i])
+		}
 	}
 }
 
