@@ -312,7 +312,10 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 // just after its third-latest pause (or second-latest) to the end of its
 // latest one. A window shorter than the job's cycle sees a stretch with
 // or without a pause and is biased fast or slow by chance; whole cycles
-// count the pauses in their true share.
+// count the pauses in their true share. Only while the job keeps its
+// rhythm: one that has run longer than its last cycle since its latest
+// pause (two slow intervals early, say, and none since) is paced by its
+// recent window.
 func levelWindow(s []paceSample, minSamples int) (from, to int) {
 	from, to = recentStart(s, minSamples), len(s)
 	var pauses [3]int // latest first
@@ -324,6 +327,10 @@ func levelWindow(s []paceSample, minSamples int) (from, to int) {
 		}
 	}
 	if n < 2 || (n == 3 && pauses[2] >= from) {
+		return from, to
+	}
+	cycle := s[pauses[0]].t1 - s[pauses[1]].t1
+	if s[len(s)-1].t1-s[pauses[0]].t1 > cycle {
 		return from, to
 	}
 	return pauses[n-1] + 1, pauses[0] + 1

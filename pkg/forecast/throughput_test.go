@@ -166,10 +166,11 @@ func TestClearTrendWithoutHindcast(t *testing.T) {
 }
 
 // pausingJob reports every 5 s while it trains (10 steps a report) and
-// stops for pause seconds after every 500 steps to evaluate, going on
-// reporting the same step as it waits; 10,000 steps in all. It returns
-// the history up to upTo and the time the job reaches its last step.
-func pausingJob(pause, upTo float64) (*progress.History, float64) {
+// stops for pause seconds after every 500 steps up to step pausesUntil to
+// evaluate, going on reporting the same step as it waits; 10,000 steps in
+// all. It returns the history up to upTo and the time the job reaches its
+// last step.
+func pausingJob(pause, upTo float64, pausesUntil int) (*progress.History, float64) {
 	h := progress.NewHistory(progress.DefaultLimits())
 	t, end := 0.0, 0.0
 	for step := 0; step <= 10000; step += 10 {
@@ -183,7 +184,7 @@ func pausingJob(pause, upTo float64) (*progress.History, float64) {
 		}
 		end = t
 		t += 5
-		if step > 0 && step%500 == 0 && step < 10000 {
+		if step > 0 && step%500 == 0 && step < 10000 && step <= pausesUntil {
 			for w := 5.0; w < pause; w += 5 {
 				if t <= upTo {
 					h.Observe(t, st())
@@ -204,16 +205,29 @@ func pausingJob(pause, upTo float64) (*progress.History, float64) {
 // stretch with or without a pause: 10 of these 12 forecasts erred by 13 to
 // 28 %.
 func TestETAOverWholePauseCycles(t *testing.T) {
-	_, end := pausingJob(300, math.Inf(1))
+	_, end := pausingJob(300, math.Inf(1), 10000)
 	for _, frac := range []float64{0.35, 0.5, 0.65} {
 		for _, into := range []float64{0, 100, 250, 400} { // seconds into a 550 s cycle
 			now := math.Floor(frac*end/550)*550 + into
-			h, _ := pausingJob(300, now)
+			h, _ := pausingJob(300, now, 10000)
 			f := Fit(h, lossMin, now, DefaultSettings())
 			want := end - now
 			if !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.06 {
 				t.Errorf("at %.0f s (%.0f s into a cycle): ETA %+v, want %.0f s ± 6 %%", now, into, f.ETA, want)
 			}
+		}
+	}
+}
+
+// A job that paused twice early and has trained without a pause since is
+// paced by its recent window, not by the old cycle between its pauses.
+func TestETAAfterTheJobStoppedPausing(t *testing.T) {
+	_, end := pausingJob(300, math.Inf(1), 1000)
+	for _, now := range []float64{0.5 * end, 0.75 * end} {
+		h, _ := pausingJob(300, now, 1000)
+		f := Fit(h, lossMin, now, DefaultSettings())
+		if want := end - now; !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.06 {
+			t.Errorf("at %.0f s: ETA %+v, want %.0f s ± 6 %%", now, f.ETA, want)
 		}
 	}
 }
