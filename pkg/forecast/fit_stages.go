@@ -177,6 +177,9 @@ func measurePace(st *fitState) bool {
 	if st.paceOK {
 		st.pc.position(st.pts, paceAxis)
 		st.pc.perAxis = perAxis
+		if c := st.pc.cycles; c > 0 {
+			f.Notes = append(f.Notes, fmt.Sprintf("the job pauses as it runs: its pace is measured over its latest %d whole cycle(s) of training and pause", c))
+		}
 	}
 	if st.paceOK && st.pc.level > 0 && (axis == axisSteps || axis == axisEpochs || axis == axisCount) {
 		rate := 1 / st.pc.level

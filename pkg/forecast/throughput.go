@@ -53,6 +53,7 @@ type pace struct {
 	xLast   float64 // progress at the latest point that moved
 	tLast   float64 // time of that point
 	phi     float64 // share of the trend carried forward (selectTrend)
+	cycles  int     // whole pause cycles the level spans (levelWindow; 0: none)
 	hindErr float64 // the weighted hindcast error (relative; 0: none)
 	// perAxis: units of the pace's own axis per unit of the objective's
 	// axis (1/total when the pace runs on the fraction done and the
@@ -259,7 +260,7 @@ func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]flo
 		}
 		for wi, window := range levelWindows {
 			if wi > 0 {
-				from, to := levelWindow(s[:k], window)
+				from, to, _ := levelWindow(s[:k], window)
 				p0.level, p0.xLevel, _ = ratioLevel(s[from:to])
 			}
 			for i, share := range trendShares {
@@ -282,7 +283,7 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 	}
 	last := s[len(s)-1]
 	p.xLast, p.tLast, p.samples = last.x1, last.t1, len(s)
-	wideFrom, wideTo := levelWindow(s, levelWindows[0])
+	wideFrom, wideTo, wideCycles := levelWindow(s, levelWindows[0])
 	wide := s[wideFrom:wideTo]
 	wideLevel, wideX, ok := ratioLevel(wide)
 	if !ok {
@@ -296,11 +297,12 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 		sumDX += q.x1 - q.x0
 	}
 	p.relSD = math.Sqrt(v / sumDX)
-	p.level, p.xLevel = wideLevel, wideX
-	if from, to := levelWindow(s, minSamples); from != wideFrom || to != wideTo {
+	p.level, p.xLevel, p.cycles = wideLevel, wideX, wideCycles
+	if from, to, cycles := levelWindow(s, minSamples); from != wideFrom || to != wideTo {
 		if p.level, p.xLevel, ok = ratioLevel(s[from:to]); !ok {
 			return pace{}, false
 		}
+		p.cycles = cycles
 	}
 	p.slope = robustSlope(s)
 	return p, true
@@ -315,8 +317,8 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 // count the pauses in their true share. Only while the job keeps its
 // rhythm: one that has run longer than its last cycle since its latest
 // pause (two slow intervals early, say, and none since) is paced by its
-// recent window.
-func levelWindow(s []paceSample, minSamples int) (from, to int) {
+// recent window. cycles counts the whole cycles (0: the recent window).
+func levelWindow(s []paceSample, minSamples int) (from, to, cycles int) {
 	from, to = recentStart(s, minSamples), len(s)
 	var pauses [3]int // latest first
 	n := 0
@@ -327,13 +329,13 @@ func levelWindow(s []paceSample, minSamples int) (from, to int) {
 		}
 	}
 	if n < 2 || (n == 3 && pauses[2] >= from) {
-		return from, to
+		return from, to, 0
 	}
 	cycle := s[pauses[0]].t1 - s[pauses[1]].t1
 	if s[len(s)-1].t1-s[pauses[0]].t1 > cycle {
-		return from, to
+		return from, to, 0
 	}
-	return pauses[n-1] + 1, pauses[0] + 1
+	return pauses[n-1] + 1, pauses[0] + 1, n - 1
 }
 
 // recentStart is where the recent window begins: the samples wholly

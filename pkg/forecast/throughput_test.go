@@ -3,7 +3,9 @@ package forecast
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/progress-planner/planner/internal/stats"
@@ -215,6 +217,9 @@ func TestETAOverWholePauseCycles(t *testing.T) {
 			if !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.06 {
 				t.Errorf("at %.0f s (%.0f s into a cycle): ETA %+v, want %.0f s ± 6 %%", now, into, f.ETA, want)
 			}
+			if !slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "whole cycle") }) {
+				t.Errorf("at %.0f s: no note on the cycles in %q", now, f.Notes)
+			}
 		}
 	}
 }
@@ -228,6 +233,9 @@ func TestETAAfterTheJobStoppedPausing(t *testing.T) {
 		f := Fit(h, lossMin, now, DefaultSettings())
 		if want := end - now; !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.06 {
 			t.Errorf("at %.0f s: ETA %+v, want %.0f s ± 6 %%", now, f.ETA, want)
+		}
+		if slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "whole cycle") }) {
+			t.Errorf("at %.0f s: a note on cycles the job no longer keeps: %q", now, f.Notes)
 		}
 	}
 }
