@@ -63,8 +63,8 @@ type Options struct {
 	// Mirror scores every file with its objective mirrored (v → −v, the
 	// direction flipped; mirroredObjective).
 	Mirror bool
-	// TimeScale, when not 0 or 1, scores every file with its times
-	// multiplied by TimeScale (scaledTime; in [MinTimeScale, MaxTimeScale]).
+	// TimeScale, when not 1, scores every file with its times multiplied
+	// by TimeScale (scaledTime; in [MinTimeScale, MaxTimeScale]; default 1).
 	TimeScale float64
 }
 
@@ -452,6 +452,9 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.Optimus == nil {
 		opt.Optimus = OptimusOnly
 	}
+	if opt.TimeScale == 0 {
+		opt.TimeScale = 1
+	}
 	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery,
 		mirror: opt.Mirror, timeScale: opt.TimeScale}
 
@@ -486,7 +489,7 @@ func Run(inputs []Input, opt Options) *Report {
 	wg.Wait()
 
 	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery,
-		Mirror: opt.Mirror, TimeScale: timeScale(opt.TimeScale), FilesRead: len(inputs)}
+		Mirror: opt.Mirror, TimeScale: opt.TimeScale, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {
 		if res.err != nil {

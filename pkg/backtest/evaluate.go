@@ -41,7 +41,8 @@ type evaluator struct {
 	evalEvery int
 	evalPause float64
 	lossEvery float64
-	// mirror, timeScale: Options.Mirror and TimeScale (recast).
+	// mirror, timeScale: Options.Mirror and TimeScale (recast; Run sets
+	// the scale's default, 1).
 	mirror    bool
 	timeScale float64
 }

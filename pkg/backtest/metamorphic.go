@@ -23,21 +23,13 @@ import (
 // MinTimeScale and MaxTimeScale bound Options.TimeScale.
 const MinTimeScale, MaxTimeScale = 1e-3, 1e3
 
-// timeScale is Options.TimeScale as reported: 1 when unset.
-func timeScale(k float64) float64 {
-	if k == 0 {
-		return 1
-	}
-	return k
-}
-
 // recast applies the evaluator's metamorphic relations to f.
 func (ev *evaluator) recast(f *progress.HistoryFile) *progress.HistoryFile {
 	if ev.mirror {
 		f = mirroredObjective(f)
 	}
-	if k := timeScale(ev.timeScale); k != 1 {
-		f = scaledTime(f, k)
+	if ev.timeScale != 1 {
+		f = scaledTime(f, ev.timeScale)
 	}
 	return f
 }
@@ -67,8 +59,8 @@ func mirroredObjective(f *progress.HistoryFile) *progress.HistoryFile {
 	if oc := f.Header.Outcome; oc != nil {
 		end := *oc
 		end.Final = maps.Clone(oc.Final)
-		if v, ok := rawNumber(end.Final[o.Metric]); ok {
-			end.Final[o.Metric] = rawFloat(-v)
+		if v, ok := oc.FinalValue(o.Metric); ok && !math.IsNaN(v) {
+			end.Final[o.Metric] = jsonNumber(-v)
 		}
 		out.Header.Outcome = &end
 	}
@@ -100,9 +92,9 @@ func scaledTime(f *progress.HistoryFile, k float64) *progress.HistoryFile {
 	}
 	if f.Header.Incident != nil {
 		out.Header.Incident = maps.Clone(f.Header.Incident)
-		for key, raw := range out.Header.Incident {
-			if v, ok := rawNumber(raw); ok && strings.HasSuffix(key, "Seconds") {
-				out.Header.Incident[key] = rawFloat(v * k)
+		for key := range out.Header.Incident {
+			if v, ok := f.Header.IncidentFloat(key); ok && strings.HasSuffix(key, "Seconds") {
+				out.Header.Incident[key] = jsonNumber(v * k)
 			}
 		}
 	}
@@ -117,15 +109,9 @@ func scaledTime(f *progress.HistoryFile, k float64) *progress.HistoryFile {
 	return out
 }
 
-// rawNumber reads a JSON number (false for anything else, e.g. "nan").
-func rawNumber(raw json.RawMessage) (float64, bool) {
-	var v float64
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return 0, false
-	}
-	return v, true
-}
-
-func rawFloat(v float64) json.RawMessage {
+// jsonNumber is v as a raw JSON number (v finite), the form the
+// header's numbers are read back from (Outcome.FinalValue,
+// FileHeader.IncidentFloat).
+func jsonNumber(v float64) json.RawMessage {
 	return json.RawMessage(strconv.FormatFloat(v, 'g', -1, 64))
 }

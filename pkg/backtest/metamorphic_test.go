@@ -31,16 +31,16 @@ func TestScoresDoNotDependOnUnitsOrDirection(t *testing.T) {
 		mirror bool
 		time   float64
 	}{
-		{"mirror", true, 0},
+		{"mirror", true, 1},
 		{"time x10", false, 10},
 		{"time x0.1", false, 0.1},
 		{"mirror, time x100", true, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := forecast.DefaultSettings()
-			s.HangSlack *= timeScale(tc.time)
+			s.HangSlack *= tc.time
 			r := Run(base, Options{Workers: 2, PerJob: true, Engine: ForecastEngine{Settings: &s}, Mirror: tc.mirror, TimeScale: tc.time})
-			got := scoredFacts(t, r, timeScale(tc.time))
+			got := scoredFacts(t, r, tc.time)
 			if len(got) != len(want) {
 				t.Fatalf("%d scored facts, want %d", len(got), len(want))
 			}

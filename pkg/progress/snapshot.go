@@ -289,9 +289,11 @@ func (ps *parser) metric(m MetricValue, v float64, n int) {
 		}
 		return
 	}
+	// A counter the step axis may fall back to has a counter's bound.
+	fallback := slices.Contains(fallbackCounters, cname)
 	limit := maxMetricAbs
-	if slices.Contains(fallbackCounters, cname) {
-		limit = maxCounter // a counter the step axis may fall back to
+	if fallback {
+		limit = maxCounter
 	}
 	if math.Abs(v) > limit {
 		ps.reject(RejectAbsurd, m.Name, truncate(m.Value, 32))
@@ -301,10 +303,8 @@ func (ps *parser) metric(m MetricValue, v float64, n int) {
 		ps.snap.Metrics = make(map[string]float64, n)
 	}
 	ps.snap.Metrics[cname] = v
-	for _, c := range fallbackCounters {
-		if cname == c && v >= 0 {
-			ps.fallback[c] = v
-		}
+	if fallback && v >= 0 {
+		ps.fallback[cname] = v
 	}
 }
 
