@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"math"
 	"sort"
 
 	"github.com/progress-planner/planner/internal/stats"
@@ -70,6 +71,7 @@ func aggregate(r *Report, jobs []Job) {
 
 	r.ETA = byCell(r.Cutoffs, rows, Job.dataset, hasETA, etaGroup)
 	r.FinalMetric = byCell(r.Cutoffs, rows, Job.dataset, hasFinal, finalGroup)
+	r.CoverageByEvaluations = coverageByEvaluations(rows)
 	r.TimeToTarget = byCell(r.Cutoffs, rows, Job.bench, hasTimeToTarget, tttGroup)
 	r.Plateau = plateauGroups(originals)
 	r.CleanAlarms = cleanAlarms(rows)
@@ -209,18 +211,70 @@ func finalGroup(g string, cut float64, cell []cutRow) FinalGroup {
 		if f.OptimusFallback {
 			grp.OptimusFallback++
 		}
-		if f.Covered != nil {
-			grp.Coverage.N++
-			if *f.Covered {
-				grp.Coverage.Covered++
+		grp.Coverage.add(f)
+	}
+	grp.Planner, grp.Last, grp.Optimus = statOf(pl), statOf(last), statOf(opt)
+	grp.Coverage.finish()
+	return grp
+}
+
+// add counts one final-metric result with an interval (others are
+// skipped).
+func (c *Coverage) add(f *FinalResult) {
+	if f.Covered == nil {
+		return
+	}
+	c.N++
+	switch {
+	case *f.Covered:
+		c.Covered++
+	case f.Miss == "better":
+		c.Better++
+	default:
+		c.Worse++
+	}
+}
+
+// finish sets the share once every result is added.
+func (c *Coverage) finish() {
+	if c.N > 0 {
+		c.Share = fptr(float64(c.Covered) / float64(c.N))
+	}
+}
+
+// evaluationBins are CoverageGroup's bins of evaluations seen: powers of
+// two, so that no bin boundary is tuned to a dataset.
+var evaluationBins = []struct {
+	label  string
+	lo, hi int
+}{{"1-4", 1, 4}, {"5-8", 5, 8}, {"9-16", 9, 16}, {"17-32", 17, 32}, {"33+", 33, math.MaxInt}}
+
+// coverageByEvaluations is the interval coverage per dataset (then ALL)
+// and bin of evaluations seen, every cutoff together; empty bins are
+// left out.
+func coverageByEvaluations(rows []cutRow) []CoverageGroup {
+	var keys []string
+	for _, x := range rows {
+		if x.cut.Final != nil && x.cut.Final.Covered != nil {
+			keys = append(keys, x.job.Dataset)
+		}
+	}
+	out := []CoverageGroup{}
+	for _, g := range groups(keys) {
+		for _, b := range evaluationBins {
+			grp := CoverageGroup{Dataset: g, Evaluations: b.label}
+			for _, x := range rows {
+				if f := x.cut.Final; f != nil && in(g, x.job.Dataset) && f.Observations >= b.lo && f.Observations <= b.hi {
+					grp.Coverage.add(f)
+				}
+			}
+			if grp.Coverage.N > 0 {
+				grp.Coverage.finish()
+				out = append(out, grp)
 			}
 		}
 	}
-	grp.Planner, grp.Last, grp.Optimus = statOf(pl), statOf(last), statOf(opt)
-	if grp.Coverage.N > 0 {
-		grp.Coverage.Share = fptr(float64(grp.Coverage.Covered) / float64(grp.Coverage.N))
-	}
-	return grp
+	return out
 }
 
 // tttGroup scores the time-to-target forecasts of one benchmark's cell

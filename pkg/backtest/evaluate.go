@@ -454,6 +454,13 @@ func (e *evaluator) finalResult(fr *FinalResult, ob []obsPoint, sign float64, fc
 		lo, hi := math.Min(pf.Lo, pf.Hi), math.Max(pf.Lo, pf.Hi)
 		fr.Lo, fr.Hi = fptr(lo), fptr(hi)
 		fr.Covered = bptr(fr.Truth >= lo && fr.Truth <= hi)
+		switch {
+		case *fr.Covered:
+		case sign*fr.Truth < math.Min(sign*lo, sign*hi):
+			fr.Miss = "better"
+		default:
+			fr.Miss = "worse"
+		}
 	} else {
 		fr.Planner, fr.PlannerFallback = last, true
 	}

@@ -90,6 +90,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	t.filesScored(r.FilesScored)
 	t.etaSection(r.ETA)
 	t.finalSection(r.FinalMetric)
+	t.coverageSection(r.CoverageByEvaluations)
 	t.tttSection(r.TimeToTarget)
 	t.plateauSection(r.Plateau)
 	t.alarmSection(r.CleanAlarms, r.PrematurePlateau)
@@ -163,13 +164,27 @@ func (t *tw) finalSection(groups []FinalGroup) {
 	t.f("Planner = Forecast.PredictedFinal (the last value when unknown: 'planner fallback'). Optimus-only = curve.Fit with the optimus family alone (< 4 observations or a failed fit: last value). Coverage = share of runs with a known PredictedFinal whose true final lies in [lo, hi].\n\n")
 	t.header("dataset", "cut", "n", "planner", "planner fallback", "last value", "Optimus-only", "Optimus fallback", "interval coverage")
 	for _, g := range groups {
-		cov := "-"
-		if g.Coverage.N > 0 {
-			cov = fmt.Sprintf("%s (%d/%d)", pct(g.Coverage.Share), g.Coverage.Covered, g.Coverage.N)
-		}
 		t.row(g.Dataset, cutLabel(g.Cutoff), fmt.Sprint(g.N), pct(g.Planner.Mean)+" / "+pct(g.Planner.Median), fmt.Sprint(g.PlannerFallback),
-			pct(g.Last.Mean)+" / "+pct(g.Last.Median), pct(g.Optimus.Mean)+" / "+pct(g.Optimus.Median), fmt.Sprint(g.OptimusFallback), cov)
+			pct(g.Last.Mean)+" / "+pct(g.Last.Median), pct(g.Optimus.Mean)+" / "+pct(g.Optimus.Median), fmt.Sprint(g.OptimusFallback), g.Coverage.cell())
 	}
+}
+
+// coverageSection: section 2's interval coverage by evaluations seen.
+func (t *tw) coverageSection(groups []CoverageGroup) {
+	t.f("\nInterval coverage by the number of evaluations the forecast had seen, every cutoff together; misses by the side the run ended on (better or worse than the interval).\n\n")
+	t.header("dataset", "evaluations", "interval coverage")
+	for _, g := range groups {
+		t.row(g.Dataset, g.Evaluations, g.Coverage.cell())
+	}
+}
+
+// cell is a coverage as one table cell: the share, the counts and the
+// sides of the misses.
+func (c Coverage) cell() string {
+	if c.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d/%d; missed %d better, %d worse)", pct(c.Share), c.Covered, c.N, c.Better, c.Worse)
 }
 
 // tttSection: section 3, the time-to-target errors per benchmark and cutoff.

@@ -233,3 +233,46 @@ func TestSkippedAndJSON(t *testing.T) {
 		t.Errorf("table does not list skipped files")
 	}
 }
+
+// TestCoverageMissSidesAndEvaluationBins: the toy engine's interval
+// [4.1, 4.5] misses the clean run (minimize, final 4) on the better side
+// and the target run (maximize, final 0.81) on the worse side; the bins
+// count the evaluations each cut had seen (3, 6 and 8 for both runs).
+func TestCoverageMissSidesAndEvaluationBins(t *testing.T) {
+	r := Run([]Input{cleanRun(), targetRun()}, Options{Engine: toyEngine(), PerJob: true})
+	for _, g := range r.FinalMetric {
+		want := Coverage{N: 1, Better: 1}
+		switch g.Dataset {
+		case "bench-set":
+			want = Coverage{N: 1, Worse: 1}
+		case allGroup:
+			want = Coverage{N: 2, Better: 1, Worse: 1}
+		}
+		if g.Coverage.N != want.N || g.Coverage.Covered != 0 || g.Coverage.Better != want.Better || g.Coverage.Worse != want.Worse {
+			t.Errorf("%s at %v: coverage %+v, want %+v", g.Dataset, g.Cutoff, g.Coverage, want)
+		}
+	}
+	var got []string
+	for _, g := range r.CoverageByEvaluations {
+		c := g.Coverage
+		got = append(got, fmt.Sprintf("%s %s %d/%d better %d worse %d share %.1f", g.Dataset, g.Evaluations, c.Covered, c.N, c.Better, c.Worse, *c.Share))
+	}
+	want := []string{
+		"bench-set 1-4 0/1 better 0 worse 1 share 0.0",
+		"bench-set 5-8 0/2 better 0 worse 2 share 0.0",
+		"toy 1-4 0/1 better 1 worse 0 share 0.0",
+		"toy 5-8 0/2 better 2 worse 0 share 0.0",
+		"ALL 1-4 0/2 better 1 worse 1 share 0.0",
+		"ALL 5-8 0/4 better 2 worse 2 share 0.0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("coverage by evaluations:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, j := range r.Jobs {
+		for _, c := range j.Cuts {
+			if f := c.Final; f != nil && (f.Miss == "") == (f.Covered != nil && !*f.Covered) {
+				t.Errorf("%s at %v: miss %q with covered %v", j.Name, c.Cutoff, f.Miss, *f.Covered)
+			}
+		}
+	}
+}

@@ -34,12 +34,15 @@ type Report struct {
 	FilesRead int       `json:"filesRead"`
 	Skipped   []Skipped `json:"skipped,omitempty"`
 
-	FilesScored  []SetCount     `json:"filesScored"`
-	ETA          []ETAGroup     `json:"eta"`
-	FinalMetric  []FinalGroup   `json:"finalMetric"`
-	TimeToTarget []TTTGroup     `json:"timeToTarget"`
-	Plateau      []PlateauGroup `json:"plateau"`
-	CleanAlarms  []AlarmGroup   `json:"cleanAlarms"`
+	FilesScored []SetCount   `json:"filesScored"`
+	ETA         []ETAGroup   `json:"eta"`
+	FinalMetric []FinalGroup `json:"finalMetric"`
+	// CoverageByEvaluations splits finalMetric's interval coverage by how
+	// many evaluations the forecast had seen, all cutoffs together.
+	CoverageByEvaluations []CoverageGroup `json:"coverageByEvaluations"`
+	TimeToTarget          []TTTGroup      `json:"timeToTarget"`
+	Plateau               []PlateauGroup  `json:"plateau"`
+	CleanAlarms           []AlarmGroup    `json:"cleanAlarms"`
 	// PrematurePlateau: cutoff forecasts called Plateaued while the
 	// objective still improved by >= 2 % of its own value (schema 2).
 	PrematurePlateau []PrematureGroup `json:"prematurePlateau"`
@@ -113,11 +116,26 @@ type FinalGroup struct {
 }
 
 // Coverage of the planner's PredictedFinal interval [Lo, Hi] (80 % by
-// default) over the runs where PredictedFinal was Known.
+// default) over the runs where PredictedFinal was Known. Better and Worse
+// split the misses by the side the run ended on: better than the interval
+// (it was too pessimistic, the side on which a job that still improves
+// can look finished) or worse (too optimistic).
 type Coverage struct {
 	N       int      `json:"n"`
 	Covered int      `json:"covered"`
 	Share   *float64 `json:"share,omitempty"`
+	Better  int      `json:"better"`
+	Worse   int      `json:"worse"`
+}
+
+// CoverageGroup is the interval coverage of one dataset ("ALL" = every
+// dataset) over every cutoff, for the forecasts made after a number of
+// evaluations in Evaluations ("1-4", "5-8", ...): the dataset's cells
+// can hold groups calibrated in opposite directions (docs/backtest.md 7.23).
+type CoverageGroup struct {
+	Dataset     string   `json:"dataset"`
+	Evaluations string   `json:"evaluations"`
+	Coverage    Coverage `json:"coverage"`
 }
 
 // TTTGroup: time-to-target error, |predicted stop - endSeconds| /
@@ -299,11 +317,14 @@ type FinalResult struct {
 	Lo              *float64 `json:"lo,omitempty"`
 	Hi              *float64 `json:"hi,omitempty"`
 	Covered         *bool    `json:"covered,omitempty"`
-	Last            float64  `json:"last"`
-	LastError       float64  `json:"lastError"`
-	Optimus         float64  `json:"optimus"`
-	OptimusError    float64  `json:"optimusError"`
-	OptimusFallback bool     `json:"optimusFallback"`
+	// Miss is "better" or "worse" when Covered is false: the side of the
+	// interval the run ended on, in the objective's direction.
+	Miss            string  `json:"miss,omitempty"`
+	Last            float64 `json:"last"`
+	LastError       float64 `json:"lastError"`
+	Optimus         float64 `json:"optimus"`
+	OptimusError    float64 `json:"optimusError"`
+	OptimusFallback bool    `json:"optimusFallback"`
 }
 
 // TTTResult: predicted stop times (seconds since run start) and their APE
