@@ -692,3 +692,44 @@ func TestTimeToTargetPastThePlannedEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestFitCachedValueIsNotANewEvaluation: a job evaluates every 100 s and
+// reports its training loss every 10 s between evaluations. A reporter
+// that repeats its cached accuracy in some of those reports and not in
+// others must be forecast as one that never repeats it: a cached value
+// carried again after a report without it is not a new evaluation. (Read
+// as one, at a new position, it is a flat stretch: the old series had 63
+// observations instead of 13, put the target a third later and shrank the
+// final's interval to nothing.)
+func TestFitCachedValueIsNotANewEvaluation(t *testing.T) {
+	tgt := 0.72
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: &tgt}
+	history := func(cached bool) *progress.History {
+		h := progress.NewHistory(progress.DefaultLimits())
+		last := ""
+		for i := 0; i <= 12; i++ {
+			for k := 0; k < 10; k++ {
+				t, samples := float64(100*i+10*k), strconv.Itoa(1000*i+100*k)
+				switch {
+				case k == 0:
+					last = fmt.Sprintf("%.5f", 0.8-0.5/(1+float64(i)/5))
+					h.Observe(t, progress.TrainerStatus{Metrics: metrics("accuracy", last, "samples_count", samples)})
+				case cached && k%2 == 0:
+					h.Observe(t, progress.TrainerStatus{Metrics: metrics("loss", fmt.Sprint(2-0.001*t), "accuracy", last, "samples_count", samples)})
+				default:
+					h.Observe(t, progress.TrainerStatus{Metrics: metrics("loss", fmt.Sprint(2-0.001*t), "samples_count", samples)})
+				}
+			}
+		}
+		return h
+	}
+	plain := Fit(history(false), obj, 1250, DefaultSettings())
+	got := Fit(history(true), obj, 1250, DefaultSettings())
+	if plain.ObjectivePts != 13 || got.ObjectivePts != 13 {
+		t.Errorf("objective points: %d without the cached value, %d with it; want 13 evaluations", plain.ObjectivePts, got.ObjectivePts)
+	}
+	if got.Plateaued || !reflect.DeepEqual(got.PredictedFinal, plain.PredictedFinal) || !reflect.DeepEqual(got.TimeToTarget, plain.TimeToTarget) {
+		t.Errorf("with the cached value repeated: plateaued %v (%s), final %+v, time to target %+v; without: final %+v, time to target %+v",
+			got.Plateaued, got.PlateauReason, got.PredictedFinal, got.TimeToTarget, plain.PredictedFinal, plain.TimeToTarget)
+	}
+}

@@ -75,9 +75,14 @@ func (a axisKind) total(p progress.Point) float64 {
 	}
 }
 
-// objectiveSeries extracts the distinct finite observations of metric up
-// to time now, oriented by sign. Points whose axis value is missing take
-// the previous known axis value.
+// objectiveSeries extracts the observations of metric up to time now,
+// oriented by sign: each finite value at the report that first carried it,
+// until the value changes. A report without the metric does not end the
+// value: a reporter may repeat its cached metrics in some reports and not
+// in others (a training-loss report between evaluations), and the cached
+// value carried again is no new evaluation; read as one, at a new
+// position, it is a flat stretch (docs/backtest.md 7.24). Points whose
+// axis value is missing take the previous known axis value.
 func objectiveSeries(h *progress.History, metric string, sign float64, axis axisKind, now float64) []objPoint {
 	c, ok := h.MetricColumn(metric)
 	if !ok {
@@ -94,11 +99,7 @@ func objectiveSeries(h *progress.History, metric string, sign float64, axis axis
 			lastX = x
 		}
 		v := p.Metric(c)
-		if math.IsNaN(v) {
-			prev = math.NaN()
-			continue
-		}
-		if v == prev {
+		if math.IsNaN(v) || v == prev {
 			continue
 		}
 		prev = v
