@@ -71,7 +71,7 @@ func aggregate(r *Report, jobs []Job) {
 
 	r.ETA = byCell(r.Cutoffs, rows, Job.dataset, hasETA, etaGroup)
 	r.FinalMetric = byCell(r.Cutoffs, rows, Job.dataset, hasFinal, finalGroup)
-	r.CoverageByEvaluations = coverageByEvaluations(rows)
+	r.CoverageByEvaluations = byColumn(evaluationBins, inBin, rows, Job.dataset, hasInterval, coverageGroup)
 	r.TimeToTarget = byCell(r.Cutoffs, rows, Job.bench, hasTimeToTarget, tttGroup)
 	r.Plateau = plateauGroups(originals)
 	r.CleanAlarms = cleanAlarms(rows)
@@ -130,10 +130,18 @@ func hasGainAhead(c CutResult) bool    { return c.GainAhead != nil }
 
 // byCell summarises the rows that have a result (has) per cell of group
 // (the distinct keys, then ALL; see groups) and cutoff, in that order: the
-// one grouping every per-cutoff section uses. A cell without rows is left
-// out; with no rows at all the result is empty, not nil (a JSON []).
+// one grouping every per-cutoff section uses (byColumn).
 func byCell[G any](cutoffs []float64, rows []cutRow, key func(Job) string,
 	has func(CutResult) bool, summarise func(group string, cut float64, cell []cutRow) G) []G {
+	return byColumn(cutoffs, func(c CutResult, cut float64) bool { return c.Cutoff == cut }, rows, key, has, summarise)
+}
+
+// byColumn summarises the rows that have a result (has) per cell of group
+// (the distinct keys, then ALL) and column (those in holds), in that
+// order. A cell without rows is left out; with no rows at all the result
+// is empty, not nil (a JSON []).
+func byColumn[C, G any](cols []C, holds func(CutResult, C) bool, rows []cutRow, key func(Job) string,
+	has func(CutResult) bool, summarise func(group string, col C, cell []cutRow) G) []G {
 	var keys []string
 	for _, x := range rows {
 		if has(x.cut) {
@@ -142,15 +150,15 @@ func byCell[G any](cutoffs []float64, rows []cutRow, key func(Job) string,
 	}
 	out := []G{}
 	for _, g := range groups(keys) {
-		for _, cut := range cutoffs {
+		for _, col := range cols {
 			var cell []cutRow
 			for _, x := range rows {
-				if has(x.cut) && x.cut.Cutoff == cut && in(g, key(x.job)) {
+				if has(x.cut) && holds(x.cut, col) && in(g, key(x.job)) {
 					cell = append(cell, x)
 				}
 			}
 			if len(cell) > 0 {
-				out = append(out, summarise(g, cut, cell))
+				out = append(out, summarise(g, col, cell))
 			}
 		}
 	}
@@ -242,39 +250,31 @@ func (c *Coverage) finish() {
 	}
 }
 
-// evaluationBins are CoverageGroup's bins of evaluations seen: powers of
-// two, so that no bin boundary is tuned to a dataset.
-var evaluationBins = []struct {
+// evaluationBin is one of CoverageGroup's bins of evaluations seen.
+type evaluationBin struct {
 	label  string
 	lo, hi int
-}{{"1-4", 1, 4}, {"5-8", 5, 8}, {"9-16", 9, 16}, {"17-32", 17, 32}, {"33+", 33, math.MaxInt}}
+}
 
-// coverageByEvaluations is the interval coverage per dataset (then ALL)
-// and bin of evaluations seen, every cutoff together; empty bins are
-// left out.
-func coverageByEvaluations(rows []cutRow) []CoverageGroup {
-	var keys []string
-	for _, x := range rows {
-		if x.cut.Final != nil && x.cut.Final.Covered != nil {
-			keys = append(keys, x.job.Dataset)
-		}
+// evaluationBins: powers of two, so that no bin boundary is tuned to a
+// dataset.
+var evaluationBins = []evaluationBin{{"1-4", 1, 4}, {"5-8", 5, 8}, {"9-16", 9, 16}, {"17-32", 17, 32}, {"33+", 33, math.MaxInt}}
+
+func hasInterval(c CutResult) bool { return c.Final != nil && c.Final.Covered != nil }
+
+func inBin(c CutResult, b evaluationBin) bool {
+	return c.Final.Observations >= b.lo && c.Final.Observations <= b.hi
+}
+
+// coverageGroup is the interval coverage of one cell of dataset (then
+// ALL) and bin of evaluations seen, every cutoff together.
+func coverageGroup(g string, b evaluationBin, cell []cutRow) CoverageGroup {
+	grp := CoverageGroup{Dataset: g, Evaluations: b.label}
+	for _, x := range cell {
+		grp.Coverage.add(x.cut.Final)
 	}
-	out := []CoverageGroup{}
-	for _, g := range groups(keys) {
-		for _, b := range evaluationBins {
-			grp := CoverageGroup{Dataset: g, Evaluations: b.label}
-			for _, x := range rows {
-				if f := x.cut.Final; f != nil && in(g, x.job.Dataset) && f.Observations >= b.lo && f.Observations <= b.hi {
-					grp.Coverage.add(f)
-				}
-			}
-			if grp.Coverage.N > 0 {
-				grp.Coverage.finish()
-				out = append(out, grp)
-			}
-		}
-	}
-	return out
+	grp.Coverage.finish()
+	return grp
 }
 
 // tttGroup scores the time-to-target forecasts of one benchmark's cell
