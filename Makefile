@@ -24,6 +24,7 @@ ABSBIN   = $(abspath $(BIN))
 DATA    ?=
 CUTOFFS ?= 0.25,0.5,0.75
 EVAL_EVERY ?= 1
+EXT_OUT ?= _output/external-curves
 EVAL_PAUSE ?= 0
 LOSS_EVERY ?= 0
 BENCH   ?= .
@@ -41,7 +42,7 @@ FUZZMINIMIZE ?= 2s
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-.PHONY: all build test modules unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+.PHONY: all build test modules unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo external-curves examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -222,6 +223,9 @@ backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] [EVAL_EVERY=
 
 backtest-lodo: ## make backtest-lodo DATA=../shared/data/curves: each dataset's figures under constants chosen without it (docs/backtest.md 7.2)
 	$(GO) run ./cmd/planner backtest --leave-one-dataset-out $(DATA)
+
+external-curves: ## make external-curves [EXT_OUT=_output/external-curves]: recast the public YOLO and Lightning logs of test/external-curves as progress histories, then `make backtest DATA=$(EXT_OUT)` (docs/backtest.md 7.25)
+	$(GO) run ./hack/extcurves -in test/external-curves -out $(EXT_OUT)
 
 capacity-backtest: ## The capacity forecast's 1h-interval coverage on the built-in simulator scenario (docs/report.md).
 	$(GO) run ./cmd/planner simulate --capacity-backtest
