@@ -424,12 +424,21 @@ func detectPlateau(st *fitState) bool {
 	return true
 }
 
-// detectDivergence: NaN/Inf in a loss-like metric in the current segment,
-// or the objective rising beyond its noise (unless that is overfitting,
-// which the plateau rules call).
+// detectDivergence: NaN/Inf in a loss-like metric or the objective that
+// the current segment has not recovered from, or the objective rising
+// beyond its noise (unless that is overfitting, which the plateau rules
+// call).
 func detectDivergence(st *fitState) bool {
 	f, pts, last := &st.f, st.pts, st.last
+	finite := finiteLossColumns(st)
 	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
+		if finite(pts[i]) {
+			// A later report's losses are finite again: the NaN/Inf
+			// was a step the job survived (an overflow mixed
+			// precision skips), not a run blown up, which stays
+			// non-finite.
+			break
+		}
 		if pts[i].NonFinite {
 			f.Diverging, f.NonFinite = true, true
 			f.DivergenceReason = fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T)
@@ -450,6 +459,31 @@ func detectDivergence(st *fitState) bool {
 		}
 	}
 	return true
+}
+
+// finiteLossColumns returns whether a point is a report with nothing
+// non-finite that carries a finite value of the objective or of a
+// loss-like metric: evidence that the losses are finite there.
+func finiteLossColumns(st *fitState) func(progress.Point) bool {
+	var cols []int
+	for _, name := range st.h.MetricNames() {
+		if name == st.obj.Metric || progress.LossLike(name) {
+			if c, ok := st.h.MetricColumn(name); ok {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return func(p progress.Point) bool {
+		if p.NonFinite || slices.Contains(p.NaNMetrics, st.obj.Metric) {
+			return false
+		}
+		for _, c := range cols {
+			if !math.IsNaN(p.Metric(c)) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // checkIntegrity compares the job's own claims with what the planner

@@ -452,6 +452,35 @@ func TestFitObjectiveNaNIsDivergenceButGradNormInfIsNot(t *testing.T) {
 	}
 }
 
+// A training loss that was Inf in one report (an overflowed step; a real
+// YOLO run logged three and trained on to its best) is divergence while
+// it is the latest value, not after the job's later reports show finite
+// losses again; a loss that stays NaN stays divergence.
+func TestFitRecoveredNonFiniteLossIsNoDivergence(t *testing.T) {
+	mk := func(bad func(i int) bool, now float64) Forecast {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 30; i++ {
+			loss := fmt.Sprintf("%.4f", 1+2/(1+float64(i)))
+			if bad(i) {
+				loss = "inf"
+			}
+			acc := fmt.Sprintf("%.4f", 0.9-0.5/(1+float64(i)))
+			h.Observe(float64(i*10), progress.TrainerStatus{Metrics: metrics("map", acc, "loss", loss, "epoch", fmt.Sprint(i))})
+		}
+		return Fit(h, progress.Objective{Metric: "map", Direction: progress.Maximize}, now, DefaultSettings())
+	}
+	once := func(i int) bool { return i == 20 }
+	if f := mk(once, 200); !f.Diverging || !f.NonFinite {
+		t.Errorf("an Inf loss in the latest report not flagged: %q", f.DivergenceReason)
+	}
+	if f := mk(once, 300); f.Diverging {
+		t.Errorf("an Inf loss the job recovered from ten reports ago still flagged: %q", f.DivergenceReason)
+	}
+	if f := mk(func(i int) bool { return i >= 20 }, 300); !f.Diverging || !f.NonFinite {
+		t.Errorf("a loss non-finite since t=200 not flagged: %q", f.DivergenceReason)
+	}
+}
+
 // A job whose own history shows a false plateau (flat, then a jump after a
 // learning-rate step) must stall longer than that before the stall rule
 // calls a plateau.

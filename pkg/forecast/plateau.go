@@ -22,10 +22,11 @@ import (
 //     its noise for the last two evaluations while the training loss still
 //     falls beyond its own noise. The strongest stop signal for
 //     fine-tuning; it overrides the schedule rules below.
-//  3. learningRateFalling: a job with a fixed total whose reported
+//  3. learningRateMoving: a job with a fixed total whose reported
 //     learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
-//     step schedules flatten mid-run and improve again).
+//     step schedules flatten mid-run and improve again); one whose rate is
+//     still rising is warming up, with its whole decay ahead.
 //  4. targetInReach: a job that stops at its target (no fixed total) and,
 //     by its own time-to-target forecast, reaches it sooner than it has
 //     run so far will end on its own: it has not plateaued short of its
@@ -99,7 +100,7 @@ type plateauRule struct {
 var plateauRules = [...]plateauRule{
 	{"tooFewObservations", noCall, tooFewObservations, nil},
 	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }},
-	{"learningRateFalling", hold, learningRateFalling, heldProbability},
+	{"learningRateMoving", hold, learningRateMoving, heldProbability},
 	{"targetInReach", hold, targetInReach, heldProbability},
 	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability},
 	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability},
@@ -189,10 +190,13 @@ func trainingLossSince(in *plateauInput, train string, tb float64) (atBest, late
 	return atBest, latest, noiseScale(tr)
 }
 
-// learningRateFalling: a fixed total not yet reached, and the reported
-// learning_rate fell by more than 5 % over the stall window while it is
-// still above 2 % of its peak (a schedule that has annealed is done).
-func learningRateFalling(in *plateauInput) (bool, string) {
+// learningRateMoving: a fixed total not yet reached, and the reported
+// learning_rate moved by more than 5 % over the stall window while it is
+// above 2 % of its peak (a schedule that has annealed is done). Falling,
+// the job is annealing; rising, it is still warming up (a warm-up counted
+// in iterations spans many epochs of a small dataset), and a flat stretch
+// before the peak says nothing about where the decay will take it.
+func learningRateMoving(in *plateauInput) (bool, string) {
 	if !in.fixed || !in.h.HasMetric("learning_rate") {
 		return false, ""
 	}
@@ -201,10 +205,16 @@ func learningRateFalling(in *plateauInput) (bool, string) {
 	}
 	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
 	peak, atStart, latest := learningRateSince(in, w0)
-	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak || latest >= 0.95*atStart {
+	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
 	}
-	return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
+	switch {
+	case latest < 0.95*atStart:
+		return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
+	case latest > 1.05*atStart:
+		return true, fmt.Sprintf("learning rate still warming up (%.3g→%.3g) before the planned end: its decay is all ahead", atStart, latest)
+	}
+	return false, ""
 }
 
 // learningRateSince reads the reported learning_rate up to now: its peak,

@@ -50,6 +50,29 @@ func TestPlateauLearningRateStillFalling(t *testing.T) {
 	}
 }
 
+// A warm-up counted in iterations spans many epochs of a small dataset (an
+// Ultralytics YOLO run warms up for at least 100 iterations): a job flat
+// while its reported learning rate still rises has its whole decay ahead
+// and is not plateaued, however long the flat stretch; once the rate stands
+// still at its peak, the same stretch is.
+func TestPlateauLearningRateStillWarmingUp(t *testing.T) {
+	const n = 400
+	loss := func(step float64) float64 { return 2 + 3/(1+math.Min(step, 1200)/100) }
+	warming := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": loss(step), "learning_rate": 1e-3 * math.Min(1, step/3000)}
+	})
+	peaked := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": loss(step), "learning_rate": 1e-3 * math.Min(1, step/1000)}
+	})
+	now := 0.5 * 10 * n // flat since step 1,200: 20 % of the planned run
+	if f := fitAt(warming, lossMin, now, DefaultSettings()); f.Plateaued || !strings.Contains(f.PlateauReason, "still warming up") {
+		t.Errorf("warming-up job: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(peaked, lossMin, now, DefaultSettings()); !f.Plateaued {
+		t.Errorf("flat loss at a constant peak learning rate not plateaued: %q (p=%.2f)", f.PlateauReason, f.PlateauProbability)
+	}
+}
+
 // A language-model-like run: a huge first drop, then a slow steady gain of
 // about 6 % of its value over the rest of its budget. Measured as a share
 // of its gain so far the rest is nothing; measured against its own value it

@@ -125,9 +125,9 @@ func CanonicalMetric(name string) string {
 	return b.String()
 }
 
-// lossLike reports whether a metric name denotes something whose NaN means
+// LossLike reports whether a metric name denotes something whose NaN means
 // the run diverged.
-func lossLike(name string) bool {
+func LossLike(name string) bool {
 	for _, k := range []string{"loss", "perplexity", "wer", "fid"} {
 		if strings.Contains(name, k) {
 			return true
@@ -280,7 +280,7 @@ func (ps *parser) counter(alias string, m MetricValue, v float64) {
 func (ps *parser) metric(m MetricValue, v float64, n int) {
 	cname := CanonicalMetric(m.Name)
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		if lossLike(cname) {
+		if LossLike(cname) {
 			ps.reject(RejectNonFiniteObjective, m.Name, "")
 			ps.snap.NonFinite = append(ps.snap.NonFinite, cname)
 		} else {
