@@ -125,10 +125,9 @@ func divergence(obs []objPoint, s Settings) (bool, string) {
 	if n < 5 {
 		return false, ""
 	}
-	best, first := math.Inf(1), obs[0].y
-	for _, o := range obs[:n-2] {
-		best = math.Min(best, o.y)
-	}
+	// The best before the last two, of the running median of three: one
+	// lucky evaluation of a noisy metric is no level to have fallen from.
+	best, first := smoothedBest(obs[:n-1])[n-3], obs[0].y
 	gain := first - best
 	sigma := noiseScale(obs[:n-2])
 	thr := math.Max(s.DivergeNoise*sigma, s.DivergeShare*gain)

@@ -142,6 +142,27 @@ func TestFitDivergence(t *testing.T) {
 	}
 }
 
+// One lucky evaluation of a noisy metric is no level to have fallen from:
+// a from-scratch YOLO run's mAP50-95 jumped to 0.45 once among readings
+// near 0.25-0.3, and the readings after it were called Diverging. A rise
+// beyond the noise from the level the job held is still divergence.
+func TestDivergenceIgnoresOneLuckyEvaluation(t *testing.T) {
+	var obs []objPoint
+	for i := range 40 {
+		y := 1 - 0.01*float64(i) + 0.02*float64(i%2*2-1) // minimized, with noise
+		obs = append(obs, objPoint{t: float64(i), x: float64(i), y: y})
+	}
+	obs[35].y -= 0.35 // the lucky one
+	obs[38].y, obs[39].y = 0.64, 0.65
+	if div, why := divergence(obs, DefaultSettings()); div {
+		t.Errorf("a lucky evaluation made the job Diverging: %s", why)
+	}
+	obs[38].y, obs[39].y = 0.95, 1.0 // back to where it started
+	if div, _ := divergence(obs, DefaultSettings()); !div {
+		t.Error("a rise to the starting level not called Diverging")
+	}
+}
+
 func TestFitHangStaleHeartbeat(t *testing.T) {
 	r := healthy()
 	// From report 50 on, a heartbeat repeats that report's step and values
