@@ -147,11 +147,8 @@ var yoloColumns = map[string]string{
 }
 
 func parseYOLO(dir string, p map[string]string, r *runLog) error {
-	head, rows, err := readCSV(filepath.Join(dir, "results.csv"))
+	head, rows, err := readLog(dir, "results.csv", p, r)
 	if err != nil {
-		return err
-	}
-	if r.total, err = configEpochs(dir, p); err != nil {
 		return err
 	}
 	epochCol, timeCol := index(head, "epoch"), index(head, "time")
@@ -326,6 +323,15 @@ func configEpochs(dir string, p map[string]string) (float64, error) {
 	return 0, nil
 }
 
+// readLog reads a run's CSV log and sets its planned epochs.
+func readLog(dir, name string, p map[string]string, r *runLog) (head []string, rows [][]string, err error) {
+	if head, rows, err = readCSV(filepath.Join(dir, name)); err != nil {
+		return nil, nil, err
+	}
+	r.total, err = configEpochs(dir, p)
+	return head, rows, err
+}
+
 func readTSV(path string) ([]map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -393,11 +399,8 @@ func cell(row []string, c int) (float64, error) {
 // log point; progress is the step over the steps an epoch takes (from the
 // validation rows), so a point mid-epoch has a fractional epoch.
 func parseLightning(dir string, p map[string]string, r *runLog) error {
-	head, rows, err := readCSV(filepath.Join(dir, "metrics.csv"))
+	head, rows, err := readLog(dir, "metrics.csv", p, r)
 	if err != nil {
-		return err
-	}
-	if r.total, err = configEpochs(dir, p); err != nil {
 		return err
 	}
 	stepCol, epochCol, objCol := index(head, "step"), index(head, "epoch"), index(head, r.metric)

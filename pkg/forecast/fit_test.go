@@ -144,7 +144,7 @@ func TestFitDivergence(t *testing.T) {
 
 // One lucky evaluation of a noisy metric is no level to have fallen from:
 // a from-scratch YOLO run's mAP50-95 jumped to 0.45 once among readings
-// near 0.25-0.3, and the readings after it were called Diverging. A rise
+// of 0.21-0.38, and the readings after it were called Diverging. A rise
 // beyond the noise from the level the job held is still divergence.
 func TestDivergenceIgnoresOneLuckyEvaluation(t *testing.T) {
 	var obs []objPoint
