@@ -23,6 +23,7 @@ func newBacktestCmd() *cobra.Command {
 		every   int
 		pause   float64
 		loss    float64
+		stopAt  float64
 		mirror  bool
 		tscale  float64
 	)
@@ -48,6 +49,7 @@ and the last, and the reports around each change of run state
   planner backtest ../shared/data/curves -o json > backtest.json
   planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9
   planner backtest ../shared/data/curves --eval-every 3 -o json > sparse.json
+  planner backtest ../shared/data/curves --stop-at-gain 0.99
   planner backtest ../shared/data/curves --eval-pause 30 -o json > paused.json
   planner backtest ../shared/data/curves --loss-every 5 --eval-pause 24 -o json > silent.json
   planner backtest ../shared/data/curves --mirror-objective --time-scale 10 > recast.md`,
@@ -64,6 +66,9 @@ and the last, and the reports around each change of run state
 			}
 			if loss != 0 && !(loss >= backtest.MinLossEvery && loss <= backtest.MaxLossEvery) {
 				return usageErrorf("--loss-every %g: must be 0 or in [%d, %d] seconds", loss, backtest.MinLossEvery, backtest.MaxLossEvery)
+			}
+			if !(stopAt >= 0 && stopAt <= 1) {
+				return usageErrorf("--stop-at-gain %g: must be 0 or in (0, 1]", stopAt)
 			}
 			if !(tscale >= backtest.MinTimeScale && tscale <= backtest.MaxTimeScale) {
 				return usageErrorf("--time-scale %g: must be in [%g, %g]", tscale, backtest.MinTimeScale, backtest.MaxTimeScale)
@@ -87,7 +92,7 @@ and the last, and the reports around each change of run state
 			}
 			start := time.Now()
 			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON, EvalEvery: every, EvalPause: pause, LossEvery: loss,
-				Mirror: mirror, TimeScale: tscale}
+				StopAtGain: stopAt, Mirror: mirror, TimeScale: tscale}
 			if lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
 			}
@@ -120,6 +125,7 @@ and the last, and the reports around each change of run state
 	f.IntVar(&every, "eval-every", 1, "score each original run as if it evaluated its objective only at every N-th of its evaluations (and its last): a stress test for jobs that evaluate less often (docs/backtest.md 7.8)")
 	f.Float64Var(&pause, "eval-pause", 0, "score each original run as if training stopped at each evaluation for this many of its median report intervals, reporting as it waits: a stress test for jobs whose progress stands still while they evaluate (docs/backtest.md 7.10)")
 	f.Float64Var(&loss, "loss-every", 0, "score each original run without a fixed total as if it also logged a training loss every this many seconds between its recorded reports: with --eval-pause, a stress test for jobs that report often and fall silent to evaluate (docs/backtest.md 7.15)")
+	f.Float64Var(&stopAt, "stop-at-gain", 0, "score each original run without a target as one that stops at a quality target, as MLPerf's do: the level where it had made this share (0-1] of its whole improvement, no fixed total; a stress test of the target-stop rules on datasets without targets (docs/backtest.md 7.26)")
 	f.BoolVar(&mirror, "mirror-objective", false, "score every file with its objective mirrored (each value v read as -v, the direction flipped): a metamorphic check that nothing depends on which way the objective points (docs/backtest.md 7.20)")
 	f.Float64Var(&tscale, "time-scale", 1, "score every file with its times multiplied by this factor: a metamorphic check for jobs far faster or slower than the corpus (docs/backtest.md 7.20)")
 	return cmd

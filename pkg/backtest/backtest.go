@@ -60,6 +60,10 @@ type Options struct {
 	// it also logged a training loss every LossEvery seconds between its
 	// recorded reports (lossReports; at least MinLossEvery).
 	LossEvery float64
+	// StopAtGain in (0, 1] scores each original run without a target as
+	// one that stops at the level where it had made StopAtGain of its
+	// whole improvement, with no fixed total (stoppedAtTarget).
+	StopAtGain float64
 	// Mirror scores every file with its objective mirrored (v → −v, the
 	// direction flipped; mirroredObjective).
 	Mirror bool
@@ -455,7 +459,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.TimeScale == 0 {
 		opt.TimeScale = 1
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery,
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery, stopAtGain: opt.StopAtGain,
 		mirror: opt.Mirror, timeScale: opt.TimeScale}
 
 	type result struct {
@@ -488,7 +492,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery,
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, StopAtGain: opt.StopAtGain,
 		Mirror: opt.Mirror, TimeScale: opt.TimeScale, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {

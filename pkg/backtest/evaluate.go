@@ -36,11 +36,12 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
-	// evalEvery, evalPause, lossEvery: Options.EvalEvery, EvalPause and
-	// LossEvery (stressed).
-	evalEvery int
-	evalPause float64
-	lossEvery float64
+	// evalEvery, evalPause, lossEvery, stopAtGain: Options.EvalEvery,
+	// EvalPause, LossEvery and StopAtGain (stressed).
+	evalEvery  int
+	evalPause  float64
+	lossEvery  float64
+	stopAtGain float64
 	// mirror, timeScale: Options.Mirror and TimeScale (recast; Run sets
 	// the scale's default, 1).
 	mirror    bool

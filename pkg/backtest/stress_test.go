@@ -201,3 +201,43 @@ func TestLossReports(t *testing.T) {
 		t.Errorf("%d reports, want at most MaxReports + the 2 recorded", n)
 	}
 }
+
+// A run without a target recast as one that stops at the level of 90 % of
+// its whole improvement: it ends at the first report that reaches it, with
+// no progress, ETA or total counter left, and its header names the target
+// and the value it stopped at. A run with a target is left as it is.
+func TestStoppedAtTarget(t *testing.T) {
+	var lines []string
+	for i, v := range []float64{2, 1.5, 1.2, 1.1, 1.05, 1.02, 1.0} { // gain 1; 90 % at 1.1
+		lines = append(lines, fmt.Sprintf(`{"t":%d,"trainerStatus":{"progressPercentage":%d,"estimatedRemainingSeconds":5,"metrics":[{"name":"eval_loss","value":"%g"},{"name":"current_step","value":"%d"},{"name":"total_steps","value":"7"}]}}`, 10*i, 14*i, v, i))
+	}
+	f := historyFile(t, lines...)
+	g := stoppedAtTarget(f, 0.9)
+	if len(g.Reports) != 4 || g.Header.Outcome.EndSeconds != 30 || g.Header.Outcome.Status != "target_reached" {
+		t.Fatalf("stopped at %d reports, end %v, %q; want 4 reports ending at the first value <= 1.1 (t=30)",
+			len(g.Reports), g.Header.Outcome.EndSeconds, g.Header.Outcome.Status)
+	}
+	if tg := g.Header.Objective.Target; tg == nil || *tg < 1.0999 || *tg > 1.1001 {
+		t.Errorf("target %v, want 1.1", tg)
+	}
+	if v, _ := g.Header.Outcome.FinalValue("eval_loss"); v != 1.1 {
+		t.Errorf("final %v, want 1.1", v)
+	}
+	for _, r := range g.Reports {
+		if r.TrainerStatus.ProgressPercentage != nil || r.TrainerStatus.EstimatedRemainingSeconds != nil {
+			t.Fatalf("a fixed total left in %+v", r.TrainerStatus)
+		}
+		if _, ok := objectiveValue(r, "total_steps"); ok {
+			t.Fatalf("total_steps left in %+v", r.TrainerStatus.Metrics)
+		}
+		if _, ok := objectiveValue(r, "current_step"); !ok {
+			t.Fatalf("the step counter dropped from %+v", r.TrainerStatus.Metrics)
+		}
+	}
+	if f.Header.Objective.Target != nil || len(f.Reports) != 7 || f.Reports[0].TrainerStatus.ProgressPercentage == nil {
+		t.Error("the input was changed")
+	}
+	if h := stoppedAtTarget(g, 0.5); h != g {
+		t.Error("a run with a target was recast again")
+	}
+}

@@ -25,6 +25,10 @@ type Report struct {
 	// they also logged a training loss every LossEvery seconds (0: as
 	// recorded; --loss-every).
 	LossEvery float64 `json:"lossEvery"`
+	// StopAtGain: original runs without a target were scored as if they
+	// stopped at the level where they had made this share of their whole
+	// improvement, with no fixed total (0: as recorded; --stop-at-gain).
+	StopAtGain float64 `json:"stopAtGain,omitempty"`
 	// Mirror: every file was scored with its objective mirrored (v → −v,
 	// the direction flipped; --mirror-objective).
 	Mirror bool `json:"mirror"`

@@ -322,7 +322,7 @@ func predictFinal(st *fitState) bool {
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
 	stopsAtTarget := st.obj.Target != nil && math.IsNaN(st.axis.total(st.last)) && s.EndStep == nil && len(obs) > 0
 	targetStop := stopsAtTarget && st.best > sign**st.obj.Target
-	pin.targetMet = stopsAtTarget && !targetStop
+	pin.targetMet, pin.targetStop = stopsAtTarget && !targetStop, targetStop
 	if targetStop {
 		pin.toTarget = f.TimeToTarget
 	}

@@ -22,8 +22,8 @@ import (
 //     its noise for the last two evaluations while the training loss still
 //     falls beyond its own noise. The strongest stop signal for
 //     fine-tuning; it overrides the schedule rules below.
-//  3. learningRateMoving: a job with a fixed total whose reported
-//     learning rate is still falling is annealing, and annealing is where
+//  3. learningRateMoving: a job with a fixed total, or a target not yet
+//     reached, whose reported learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
 //     step schedules flatten mid-run and improve again); one whose rate is
 //     still rising is warming up, with its whole decay ahead.
@@ -31,7 +31,7 @@ import (
 //     by its own time-to-target forecast, reaches it sooner than it has
 //     run so far will end on its own: it has not plateaued short of its
 //     target. The share-of-gains rules below read its slow last approach
-//     as a stall.
+//     as a stall. A crossing already due holds nothing.
 //  5. meaningfulGainAhead: the job's recent pace carried to its planned
 //     end (a fixed budget anneals by its end, so the recent pace is a
 //     floor, not a ceiling) still promises at least MinImprovement of the
@@ -43,7 +43,8 @@ import (
 //     of a warm-up-stable-decay run, a decay under way), will most likely
 //     gain as it anneals by its end; it must have been flat for
 //     PlateauAnnealShare of its planned run.
-//  7. stepScheduleAhead: a job with a fixed total whose own history shows
+//  7. stepScheduleAhead: a job with a fixed total, or a target not yet
+//     reached, whose own history shows
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
 //     held while it has been flat for less than its longest step period.
@@ -73,10 +74,12 @@ type plateauInput struct {
 	xEnd  float64
 	fixed bool
 	// toTarget is the time-to-target forecast of a job that stops at its
-	// target and has not reached it (nil otherwise); targetMet says the
-	// job stops at its target and has reached it.
-	toTarget  *Estimate
-	targetMet bool
+	// target and has not reached it (nil otherwise); targetStop says the
+	// job stops at its target and has not reached it, targetMet that it
+	// has.
+	toTarget   *Estimate
+	targetStop bool
+	targetMet  bool
 }
 
 // plateauCall is what a matching rule decides.
@@ -190,14 +193,14 @@ func trainingLossSince(in *plateauInput, train string, tb float64) (atBest, late
 	return atBest, latest, noiseScale(tr)
 }
 
-// learningRateMoving: a fixed total not yet reached, and the reported
-// learning_rate moved by more than 5 % over the stall window while it is
-// above 2 % of its peak (a schedule that has annealed is done). Falling,
+// learningRateMoving: a fixed total or a target not yet reached, and the
+// reported learning_rate moved by more than 5 % over the stall window
+// while it is above 2 % of its peak (a schedule that has annealed is done). Falling,
 // the job is annealing; rising, it is still warming up (a warm-up counted
 // in iterations spans many epochs of a small dataset), and a flat stretch
 // before the peak says nothing about where the decay will take it.
 func learningRateMoving(in *plateauInput) (bool, string) {
-	if !in.fixed || !in.h.HasMetric("learning_rate") {
+	if !(in.fixed || in.targetStop) || !in.h.HasMetric("learning_rate") {
 		return false, ""
 	}
 	if fr := in.last.Fraction(); !math.IsNaN(fr) && fr >= 1 {
@@ -263,7 +266,9 @@ func targetInReach(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	ran := in.now - in.obs[0].t
-	if !(tt.Value <= ran) {
+	// A crossing already due (the forecast clamps it to 0) that has not
+	// come refutes the line it was read from: no hold on it.
+	if !(tt.Value > 0 && tt.Value <= ran) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("reaches its target in %s (at most %s), sooner than it has run so far (%s)",
@@ -330,11 +335,11 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 // axis distance from the start to the first jump or between jumps; the job
 // is held while less than that has passed since its last jump.
 func stepScheduleAhead(in *plateauInput) (bool, string) {
-	if !in.fixed || in.s.StepJumpShare <= 0 {
+	if !(in.fixed || in.targetStop) || in.s.StepJumpShare <= 0 {
 		return false, ""
 	}
 	xLast := in.obs[len(in.obs)-1].x
-	if in.xEnd <= xLast {
+	if in.fixed && in.xEnd <= xLast {
 		return false, ""
 	}
 	jumps := stepJumps(in.obs, in.s.StepJumpShare)
@@ -346,13 +351,15 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 		period = math.Max(period, in.obs[i].x-prev)
 		prev = in.obs[i].x
 	}
-	now := math.Max(xLast, axisAt(in.last, in.xEnd))
+	now, span, of := xLast, xLast-in.obs[0].x, "its run so far"
+	if in.fixed {
+		now, span, of = math.Max(xLast, axisAt(in.last, in.xEnd)), in.xEnd-in.obs[0].x, "the planned run"
+	}
 	if now-prev >= period {
 		return false, ""
 	}
-	span := in.xEnd - in.obs[0].x
-	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), %.0f%% of the planned run apart; flat for %.0f%% of it since the last",
-		len(jumps), 100*period/span, 100*(now-prev)/span)
+	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), %.0f%% of %s apart; flat for %.0f%% of it since the last",
+		len(jumps), 100*period/span, of, 100*(now-prev)/span)
 }
 
 // stepJumps are the observations that improved on the best before them by

@@ -73,6 +73,35 @@ func TestPlateauLearningRateStillWarmingUp(t *testing.T) {
 	}
 }
 
+// A job that stops at its target has no fixed total, but a reported
+// learning rate still moving says the same of it: its schedule is not
+// done. Flat short of its target under a falling rate it is held; under a
+// constant rate the same flat stretch is a plateau, though the line
+// through its last new values crossed the target long ago (a crossing
+// overdue is no target in reach).
+func TestPlateauTargetStopLearningRateFalling(t *testing.T) {
+	mk := func(lr func(step float64) float64) *progress.History {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 300; i++ {
+			step := float64(10 * i)
+			loss := 2 + 3/(1+math.Min(step, 1200)/100)
+			h.Observe(float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
+				"loss", strconv.FormatFloat(loss, 'g', 6, 64), "learning_rate", strconv.FormatFloat(lr(step), 'g', 6, 64))})
+		}
+		return h
+	}
+	target := 2.0
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
+	falling := mk(func(step float64) float64 { return 1e-3 * (1 - step/8000) })
+	if f := fitAt(falling, obj, 3000, DefaultSettings()); f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("target-stopped job with a falling rate: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	constant := mk(func(float64) float64 { return 1e-3 })
+	if f := fitAt(constant, obj, 3000, DefaultSettings()); !f.Plateaued {
+		t.Errorf("target-stopped job flat at a constant rate not plateaued: %q (p=%.2f)", f.PlateauReason, f.PlateauProbability)
+	}
+}
+
 // A language-model-like run: a huge first drop, then a slow steady gain of
 // about 6 % of its value over the rest of its budget. Measured as a share
 // of its gain so far the rest is nothing; measured against its own value it
