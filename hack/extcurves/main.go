@@ -37,6 +37,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/synth"
 )
 
 // secondsPerEpoch is the nominal epoch time of a log without a clock; only
@@ -224,7 +225,7 @@ func write(out string, r *runLog) error {
 	}
 	f.Header.Outcome.EndSeconds = sent
 	if v, ok := cache[r.metric]; ok {
-		f.Header.Outcome.Final = map[string]json.RawMessage{r.metric: json.RawMessage(format(v))}
+		f.Header.Outcome.Final = map[string]json.RawMessage{r.metric: json.RawMessage(synth.FormatValue(v))}
 	}
 	w, err := os.Create(filepath.Join(out, r.name+".jsonl"))
 	if err != nil {
@@ -252,13 +253,13 @@ func status(r *runLog, done, t float64, cache map[string]float64, ended bool) pr
 	}
 	var s progress.TrainerStatus
 	for _, k := range names {
-		s.Metrics = append(s.Metrics, progress.MetricValue{Name: k, Value: format(cache[k])})
+		s.Metrics = append(s.Metrics, progress.MetricValue{Name: k, Value: synth.FormatValue(cache[k])})
 	}
-	s.Metrics = append(s.Metrics, progress.MetricValue{Name: "current_epoch", Value: format(done)})
+	s.Metrics = append(s.Metrics, progress.MetricValue{Name: "current_epoch", Value: synth.FormatValue(done)})
 	if r.total <= 0 {
 		return s
 	}
-	s.Metrics = append(s.Metrics, progress.MetricValue{Name: "total_epochs", Value: format(r.total)})
+	s.Metrics = append(s.Metrics, progress.MetricValue{Name: "total_epochs", Value: synth.FormatValue(r.total)})
 	pct, eta := math.Min(math.Floor(done/r.total*100), 99), math.Round(t/done*(r.total-done))
 	if ended {
 		pct, eta = 100, 0
@@ -294,9 +295,6 @@ func header(r *runLog, timeBasis string) progress.FileHeader {
 		RunInfo:   info,
 	}
 }
-
-// format writes a value as the shared corpus does ("%.6g").
-func format(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 // configEpochs is the planned number of epochs: the provenance's, else the
 // run's own config file's (epochs:, max_epochs:); 0 when neither says.

@@ -178,7 +178,7 @@ func (g *generation) finalValues() map[string]json.RawMessage {
 			if math.IsNaN(m.v) {
 				final[m.name] = rawJSON("nan")
 			} else {
-				final[m.name] = json.RawMessage(fmtValue(m.v))
+				final[m.name] = json.RawMessage(FormatValue(m.v))
 			}
 		}
 	}
@@ -323,6 +323,6 @@ func lateNoise(v []float64) float64 {
 		return 0
 	}
 	var out float64
-	fmt.Sscanf(fmtValue(sd), "%g", &out)
+	fmt.Sscanf(FormatValue(sd), "%g", &out)
 	return out
 }

@@ -301,9 +301,10 @@ func (s Spec) evalValue(step float64, r *rng) float64 {
 	return s.Curve.Value(step) + s.EvalOffset + s.EvalNoise*s.Curve.A*r.Norm()
 }
 
-// fmtValue renders a metric value as the reporter does ("%.6g", integers
-// as integers, "nan").
-func fmtValue(v float64) string {
+// FormatValue renders a metric value as the shared corpus's reporter
+// does ("%.6g", integers as integers, "nan"); hack/extcurves writes its
+// recast logs with it too.
+func FormatValue(v float64) string {
 	if math.IsNaN(v) {
 		return "nan"
 	}
@@ -390,15 +391,15 @@ func (s Spec) render(rec reportRec, total float64) progress.FileReport {
 		return progress.FileReport{T: rec.t, TrainerStatus: st}
 	}
 	for _, m := range rec.metrics {
-		st.Metrics = append(st.Metrics, progress.MetricValue{Name: m.name, Value: fmtValue(m.v)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: m.name, Value: FormatValue(m.v)})
 	}
-	st.Metrics = append(st.Metrics, progress.MetricValue{Name: mStep, Value: fmtValue(rec.step)})
+	st.Metrics = append(st.Metrics, progress.MetricValue{Name: mStep, Value: FormatValue(rec.step)})
 	if !s.NoTotal {
-		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mTotal, Value: fmtValue(total)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mTotal, Value: FormatValue(total)})
 	}
 	if s.StepsPerEpoch > 0 {
 		ep := math.Round(rec.step/float64(s.StepsPerEpoch)*1e4) / 1e4
-		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mEpoch, Value: fmtValue(ep)})
+		st.Metrics = append(st.Metrics, progress.MetricValue{Name: mEpoch, Value: FormatValue(ep)})
 	}
 	return progress.FileReport{T: rec.t, TrainerStatus: st}
 }
