@@ -9,6 +9,7 @@ import (
 	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/preempt"
 	"github.com/progress-planner/planner/pkg/progress"
+	"github.com/progress-planner/planner/pkg/synth"
 )
 
 // Input is a resolved scenario: the queues and the jobs (curves attached).
@@ -498,7 +499,7 @@ func (e *engine) report(j *jobState, t, w float64) {
 	st := progress.TrainerStatus{ProgressPercentage: &pct, EstimatedRemainingSeconds: &eta}
 	ms := make([]progress.MetricValue, 0, 3)
 	if v, ok := j.Curve.At(x); ok {
-		ms = append(ms, progress.MetricValue{Name: j.Curve.Objective.Metric, Value: fmtMetric(v)})
+		ms = append(ms, progress.MetricValue{Name: j.Curve.Objective.Metric, Value: synth.FormatValue(v)})
 	}
 	ms = append(ms,
 		progress.MetricValue{Name: "current_step", Value: strconv.FormatFloat(math.Floor(x*j.TotalSteps), 'f', 0, 64)},
@@ -506,11 +507,4 @@ func (e *engine) report(j *jobState, t, w float64) {
 	st.Metrics = ms
 	j.hist.Observe(t, st)
 	e.stats.reports++
-}
-
-func fmtMetric(v float64) string {
-	if math.IsNaN(v) {
-		return "nan"
-	}
-	return strconv.FormatFloat(v, 'g', 6, 64)
 }

@@ -303,7 +303,7 @@ func (s Spec) evalValue(step float64, r *rng) float64 {
 
 // FormatValue renders a metric value as the shared corpus's reporter
 // does ("%.6g", integers as integers, "nan"); hack/extcurves writes its
-// recast logs with it too.
+// recast logs and the simulator its jobs' reports with it too.
 func FormatValue(v float64) string {
 	if math.IsNaN(v) {
 		return "nan"
