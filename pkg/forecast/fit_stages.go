@@ -429,26 +429,10 @@ func detectPlateau(st *fitState) bool {
 // beyond its noise (unless that is overfitting, which the plateau rules
 // call).
 func detectDivergence(st *fitState) bool {
-	f, pts, last := &st.f, st.pts, st.last
-	finite := finiteLossColumns(st)
-	for i := len(pts) - 1; i >= 0 && pts[i].Seg == last.Seg; i-- {
-		if finite(pts[i]) {
-			// A later report's losses are finite again: the NaN/Inf
-			// was a step the job survived (an overflow mixed
-			// precision skips), not a run blown up, which stays
-			// non-finite.
-			break
-		}
-		if pts[i].NonFinite {
-			f.Diverging, f.NonFinite = true, true
-			f.DivergenceReason = fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T)
-			return true
-		}
-		if slices.Contains(pts[i].NaNMetrics, st.obj.Metric) {
-			f.Diverging, f.NonFinite = true, true
-			f.DivergenceReason = fmt.Sprintf("the objective %s reported NaN/Inf at t=%.0fs", st.obj.Metric, pts[i].T)
-			return true
-		}
+	f := &st.f
+	if why, ok := unrecoveredNonFinite(st); ok {
+		f.Diverging, f.NonFinite, f.DivergenceReason = true, true, why
+		return true
 	}
 	f.Diverging, f.DivergenceReason = divergence(st.obs, st.s)
 	// An evaluated objective rising while the training loss still falls
@@ -459,6 +443,37 @@ func detectDivergence(st *fitState) bool {
 		}
 	}
 	return true
+}
+
+// unrecoveredNonFinite: the latest NaN/Inf report of the current segment,
+// a loss-like metric's or the objective's, with no report since whose
+// losses are finite again (finiteLossColumns). A segment with no NaN/Inf
+// report at all, the usual case, is passed over without building the
+// column list.
+func unrecoveredNonFinite(st *fitState) (string, bool) {
+	pts, seg, obj := st.pts, st.last.Seg, st.obj.Metric
+	bad := func(p progress.Point) bool { return p.NonFinite || slices.Contains(p.NaNMetrics, obj) }
+	i := len(pts) - 1
+	for i >= 0 && pts[i].Seg == seg && !bad(pts[i]) {
+		i--
+	}
+	if i < 0 || pts[i].Seg != seg {
+		return "", false
+	}
+	finite := finiteLossColumns(st)
+	for j := len(pts) - 1; j > i; j-- {
+		if finite(pts[j]) {
+			// A later report's losses are finite again: the NaN/Inf
+			// was a step the job survived (an overflow mixed
+			// precision skips), not a run blown up, which stays
+			// non-finite.
+			return "", false
+		}
+	}
+	if pts[i].NonFinite {
+		return fmt.Sprintf("a loss-like metric reported NaN/Inf at t=%.0fs", pts[i].T), true
+	}
+	return fmt.Sprintf("the objective %s reported NaN/Inf at t=%.0fs", obj, pts[i].T), true
 }
 
 // finiteLossColumns returns whether a point is a report with nothing
