@@ -44,10 +44,6 @@ import (
 // ratios of times matter to the forecasts scored on these files.
 const secondsPerEpoch = 60
 
-// minGap is the shared corpus's report spacing: a candidate report less
-// than this after the previous sent one is dropped.
-const minGap = 5.0
-
 func main() {
 	in := flag.String("in", "test/external-curves", "directory with <kind>/provenance.tsv and the raw logs")
 	out := flag.String("out", "", "directory to write the progress-history files to (created)")
@@ -217,7 +213,7 @@ func write(out string, r *runLog) error {
 			t = pt.done * secondsPerEpoch
 		}
 		final := i == len(r.points)-1
-		if i > 0 && !final && t-sent < minGap {
+		if !synth.Sends(t, sent, synth.DefaultMinReportInterval, i == 0, final) {
 			continue
 		}
 		sent = t
@@ -239,7 +235,9 @@ func write(out string, r *runLog) error {
 }
 
 // status is one report: every metric's latest value (the objective first),
-// the epoch counters, and progress and ETA where the planned total is known.
+// the epoch counters, and progress and ETA where the planned total is known
+// (synth.ProgressETA, the corpus reporter's rule, as is synth.Sends for
+// which points are sent).
 func status(r *runLog, done, t float64, cache map[string]float64, ended bool) progress.TrainerStatus {
 	names := make([]string, 0, len(cache))
 	for k := range cache {
@@ -260,14 +258,8 @@ func status(r *runLog, done, t float64, cache map[string]float64, ended bool) pr
 		return s
 	}
 	s.Metrics = append(s.Metrics, progress.MetricValue{Name: "total_epochs", Value: synth.FormatValue(r.total)})
-	pct, eta := math.Min(math.Floor(done/r.total*100), 99), math.Round(t/done*(r.total-done))
-	if ended {
-		pct, eta = 100, 0
-	}
-	s.ProgressPercentage = &pct
-	if done > 0 {
-		s.EstimatedRemainingSeconds = &eta
-	}
+	pct, eta := synth.ProgressETA(t, 0, done, r.total, ended)
+	s.ProgressPercentage, s.EstimatedRemainingSeconds = &pct, eta
 	return s
 }
 

@@ -219,7 +219,33 @@ func (s Spec) minInterval() float64 {
 	if s.MinReportInterval > 0 {
 		return s.MinReportInterval
 	}
-	return 5
+	return DefaultMinReportInterval
+}
+
+// DefaultMinReportInterval is the shared corpus reporter's report spacing
+// in seconds (Spec.MinReportInterval when unset).
+const DefaultMinReportInterval = 5
+
+// Sends is the reporter's drop rule: a log point at t is sent when it is
+// the first or the last, or at least minInterval after the previous sent
+// report (at lastSent).
+func Sends(t, lastSent, minInterval float64, first, last bool) bool {
+	return first || last || t-lastSent >= minInterval
+}
+
+// ProgressETA is what the reporter derives from a position done of a
+// planned total at time t: progress in whole percent, held at 99 until
+// the last report of a run that ended its budget (100, ETA 0), and the
+// ETA from the pace since origin (none before any progress).
+func ProgressETA(t, origin, done, total float64, ended bool) (pct float64, eta *float64) {
+	if ended {
+		return 100, ptr(0)
+	}
+	pct = math.Min(math.Floor(done/total*100), 99)
+	if done > 0 {
+		eta = ptr(math.Round((t - origin) / done * (total - done)))
+	}
+	return pct, eta
 }
 
 func (s Spec) slowdownFactor() float64 {
@@ -352,7 +378,7 @@ func (rp reporter) run(pts []point) []reportRec {
 			cache[u.name] = u.v
 		}
 		isLast := k == len(pts)-1
-		if !(len(out) == 0 || isLast || p.t-lastSent >= minIv) {
+		if !Sends(p.t, lastSent, minIv, len(out) == 0, isLast) {
 			continue
 		}
 		lastSent = p.t
@@ -361,14 +387,8 @@ func (rp reporter) run(pts []point) []reportRec {
 			rec.metrics = append(rec.metrics, kv{n, cache[n]})
 		}
 		if !rp.spec.NoTotal {
-			pct := math.Min(math.Floor(p.step/rp.total*100), 99)
-			rec.pct = ptr(pct)
-			if isLast && rp.complete {
-				rec.pct = ptr(100)
-				rec.eta = ptr(0)
-			} else if p.step > 0 {
-				rec.eta = ptr(math.Round((p.t - origin) / p.step * (rp.total - p.step)))
-			}
+			pct, eta := ProgressETA(p.t, origin, p.step, rp.total, isLast && rp.complete)
+			rec.pct, rec.eta = &pct, eta
 		}
 		out = append(out, rec)
 	}
