@@ -50,14 +50,13 @@ func stoppedAtTarget(f *progress.HistoryFile, q float64) *progress.HistoryFile {
 		return f
 	}
 	sign, reps := obj.Sign(), toReps(f)
-	first, best := math.NaN(), math.Inf(1)
-	for _, r := range reps {
-		if v, ok := r.num(obj.Metric); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-			if math.IsNaN(first) {
-				first = sign * v
-			}
-			best = math.Min(best, sign*v)
-		}
+	obs := series(reps, obj.Metric, "") // its finite values
+	if len(obs) == 0 {
+		return f
+	}
+	first, best := sign*obs[0].y, math.Inf(1)
+	for _, o := range obs {
+		best = math.Min(best, sign*o.y)
 	}
 	if !(first > best) {
 		return f

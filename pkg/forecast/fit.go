@@ -417,13 +417,19 @@ func plateauOnset(obs []objPoint, eps float64) float64 {
 		b = math.Min(b, o.y)
 		bestSoFar[i] = b
 	}
-	total := obs[0].y - b
-	for i := range obs {
-		if bestSoFar[i]-b <= eps*total {
-			return obs[i].t
+	return obs[flatFrom(bestSoFar, obs[0].y, eps)].t
+}
+
+// flatFrom is the first index from which the best-so-far series sb (never
+// rising) stays within eps of the gain from first to its latest value.
+func flatFrom(sb []float64, first, eps float64) int {
+	best := sb[len(sb)-1]
+	for i := range sb {
+		if sb[i]-best <= eps*(first-best) {
+			return i
 		}
 	}
-	return obs[len(obs)-1].t
+	return len(sb) - 1
 }
 
 // confidence grows with the number of observations and shrinks with the

@@ -452,9 +452,8 @@ func detectDivergence(st *fitState) bool {
 // column list.
 func unrecoveredNonFinite(st *fitState) (string, bool) {
 	pts, seg, obj := st.pts, st.last.Seg, st.obj.Metric
-	bad := func(p progress.Point) bool { return p.NonFinite || slices.Contains(p.NaNMetrics, obj) }
 	i := len(pts) - 1
-	for i >= 0 && pts[i].Seg == seg && !bad(pts[i]) {
+	for i >= 0 && pts[i].Seg == seg && !nonFiniteAt(pts[i], obj) {
 		i--
 	}
 	if i < 0 || pts[i].Seg != seg {
@@ -476,6 +475,12 @@ func unrecoveredNonFinite(st *fitState) (string, bool) {
 	return fmt.Sprintf("the objective %s reported NaN/Inf at t=%.0fs", obj, pts[i].T), true
 }
 
+// nonFiniteAt: the point reported NaN/Inf in a loss-like metric or in the
+// objective.
+func nonFiniteAt(p progress.Point, objective string) bool {
+	return p.NonFinite || slices.Contains(p.NaNMetrics, objective)
+}
+
 // finiteLossColumns returns whether a point is a report with nothing
 // non-finite that carries a finite value of the objective or of a
 // loss-like metric: evidence that the losses are finite there.
@@ -489,7 +494,7 @@ func finiteLossColumns(st *fitState) func(progress.Point) bool {
 		}
 	}
 	return func(p progress.Point) bool {
-		if p.NonFinite || slices.Contains(p.NaNMetrics, st.obj.Metric) {
+		if nonFiniteAt(p, st.obj.Metric) {
 			return false
 		}
 		for _, c := range cols {

@@ -454,14 +454,15 @@ func recentPaceGain(in *plateauInput) (float64, string) {
 
 // fastPaceGain is recentPaceGain at the fast end of the slope's central
 // band of Settings.Interval, measured over the pace window or, when it
-// holds more observations, the flat stretch the job is in (flatFrom): a
-// long flat stretch is more evidence, and its band is narrower.
+// holds more observations, the flat stretch the job is in (flatFrom on the
+// smoothed best, as the stall rule reads it): a long flat stretch is more
+// evidence, and its band is narrower.
 func fastPaceGain(in *plateauInput) float64 {
 	win := paceWindow(in)
 	if len(win) < 3 {
 		return 0
 	}
-	if flat := in.obs[flatFrom(in.obs, in.s.PlateauEpsilon):]; len(flat) > len(win) {
+	if flat := in.obs[flatFrom(smoothedBest(in.obs), in.obs[0].y, in.s.PlateauEpsilon):]; len(flat) > len(win) {
 		win = flat
 	}
 	_, fast := theilSenBand(win, stats.CentralZ(in.s.Interval))
@@ -545,18 +546,4 @@ func noiseScale(obs []objPoint) float64 {
 		d = append(d, math.Abs(obs[i].y-obs[i-1].y))
 	}
 	return 1.4826 * stats.MedianInPlace(d) / math.Sqrt2 // d is this call's own
-}
-
-// flatFrom is the index of the first observation from which the smoothed
-// best stayed within eps of the gain so far of its latest value.
-func flatFrom(obs []objPoint, eps float64) int {
-	sb := smoothedBest(obs)
-	best := sb[len(sb)-1]
-	gain := obs[0].y - best
-	for i := range sb {
-		if sb[i]-best <= eps*gain {
-			return i
-		}
-	}
-	return len(obs) - 1
 }

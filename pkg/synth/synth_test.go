@@ -277,7 +277,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestFmtValue(t *testing.T) {
+func TestFormatValue(t *testing.T) {
 	for v, want := range map[float64]string{450: "450", 0.2347: "0.2347", 1.0 / 3: "0.333333", 4.94e-05: "4.94e-05", math.NaN(): "nan"} {
 		if got := FormatValue(v); got != want {
 			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
