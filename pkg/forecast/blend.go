@@ -134,9 +134,10 @@ func curveFellShort(hf curve.Ensemble, obs []objPoint, k int) bool {
 }
 
 // physicalBounds: a maximized metric observed only within [0,1] (accuracy,
-// AUC, mAP) cannot exceed 1, a minimized one observed only >= 0 (a loss)
+// AUC, mAP) stays within [0,1], a minimized one observed only >= 0 (a loss)
 // cannot go below 0. Oriented values are -metric for maximize, so the
-// bounds are returned in oriented units.
+// bounds are returned in oriented units. Read from the values, not the
+// direction, so that a mirrored objective gets the mirrored bounds.
 func physicalBounds(obs []objPoint) (lo, hi float64) {
 	nonNeg, negUnit := true, true
 	for _, o := range obs {
@@ -147,7 +148,7 @@ func physicalBounds(obs []objPoint) (lo, hi float64) {
 	case nonNeg:
 		return 0, math.Inf(1)
 	case negUnit:
-		return -1, math.Inf(1)
+		return -1, 0
 	}
 	return math.Inf(-1), math.Inf(1)
 }
@@ -161,8 +162,12 @@ func (b blended) predict(x float64) (mean, sd float64) {
 		r = math.Max(1, (x-b.xLast)/b.hSpan)
 	}
 	sd = math.Sqrt(math.Pow(b.inflation*b.w*s, 2) + b.hErr*b.hErr*math.Pow(r, b.hPower))
-	mean = math.Max(mean, b.lo)
-	return mean, sd
+	return b.within(mean), sd
+}
+
+// within clamps an oriented value to the metric's physical bounds.
+func (b blended) within(v float64) float64 {
+	return max(b.lo, min(b.hi, v))
 }
 
 // crossing finds where the blended mean reaches level.

@@ -128,7 +128,16 @@ func oriented(mean, lo, hi, sign float64, basis string) Estimate {
 	if a > b {
 		a, b = b, a
 	}
-	return Estimate{Known: true, Value: sign * mean, Lo: a, Hi: b, Basis: basis}
+	return Estimate{Known: true, Value: unsigned0(sign * mean), Lo: unsigned0(a), Hi: unsigned0(b), Basis: basis}
+}
+
+// unsigned0 turns −0 (a maximized metric's bound of 0, negated) into 0, so
+// that no interval prints as "-0 to 1".
+func unsigned0(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	return v
 }
 
 // stalled reports whether the best-so-far gained less than PlateauEpsilon

@@ -333,7 +333,8 @@ func predictFinal(st *fitState) bool {
 		// Too little data for a curve, but the job stops on its target: if
 		// it ends on its own, it ends there. Confidence stays 0.
 		tgt, cur := sign**st.obj.Target, obs[len(obs)-1].y
-		f.PredictedFinal = oriented(tgt, cur, tgt-0.1*(cur-tgt), sign, "target-stop")
+		floor, _ := physicalBounds(obs)
+		f.PredictedFinal = oriented(tgt, cur, max(floor, tgt-0.1*(cur-tgt)), sign, "target-stop")
 		f.PredictedFinal.Why = "too few observations for a curve; the job stops at its target"
 	default:
 		f.PredictedFinal.Why = "no curve fitted"
@@ -386,6 +387,9 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 		// carried to the end is a gain the curve may not see.
 		lo = math.Min(lo, best-s.IntervalAnnealShare*st.pin.pace)
 	}
+	// Far from the end the spread easily reaches values the metric cannot
+	// take (a loss below 0, an accuracy past 1): no job ends there.
+	lo, hi = bl.within(lo), bl.within(hi)
 	if basis != "" {
 		f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
 	}

@@ -783,3 +783,33 @@ func TestFitCachedValueIsNotANewEvaluation(t *testing.T) {
 			got.Plateaued, got.PlateauReason, got.PredictedFinal, got.TimeToTarget, plain.PredictedFinal, plain.TimeToTarget)
 	}
 }
+
+// An interval reaching past what the metric can take (a loss below 0, an
+// accuracy outside [0,1]) claims a range the job cannot end in; far from
+// the planned end the curve's spread easily does.
+func TestFitIntervalWithinTheMetricsBounds(t *testing.T) {
+	far := run{total: 250000, stepsPerReport: 50, dt: 10, c: 0.05, a: 3, k: 2000, noise: 0.2, seed: 3}
+	loss := Fit(far.history(2000, nil), lossMin, 2000, DefaultSettings())
+	if !loss.PredictedFinal.Known || loss.PredictedFinal.Lo < 0 || loss.PredictedFinal.Value < 0 {
+		t.Errorf("loss: predicted final %+v, want a known value and interval at or above 0", loss.PredictedFinal)
+	}
+
+	accMax := progress.Objective{Metric: "accuracy", Direction: progress.Maximize}
+	toAccuracy := func(_ int, _ float64, s *progress.TrainerStatus) bool {
+		for i, m := range s.Metrics {
+			if m.Name == "loss" {
+				v, _ := strconv.ParseFloat(m.Value, 64)
+				s.Metrics[i] = progress.MetricValue{Name: "accuracy", Value: fmt.Sprintf("%.6g", math.Min(1, math.Max(0, 1-v/3.2)))}
+			}
+		}
+		return true
+	}
+	acc := Fit(far.history(2000, toAccuracy), accMax, 2000, DefaultSettings())
+	pf := acc.PredictedFinal
+	if !pf.Known || pf.Lo < 0 || pf.Hi > 1 || pf.Value < 0 || pf.Value > 1 {
+		t.Errorf("accuracy: predicted final %+v, want a known value and interval within [0,1]", pf)
+	}
+	if pf.Lo == 0 && math.Signbit(pf.Lo) {
+		t.Errorf("accuracy: interval's low end is -0, which prints as \"-0\"")
+	}
+}
