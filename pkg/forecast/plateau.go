@@ -456,16 +456,26 @@ func recentPaceGain(in *plateauInput) (float64, string) {
 // band of Settings.Interval, measured over the pace window or, when it
 // holds more observations, the flat stretch the job is in (flatFrom on the
 // smoothed best, as the stall rule reads it): a long flat stretch is more
-// evidence, and its band is narrower.
+// evidence, and its band is narrower. The flat stretch starts where the
+// best was set, so its slopes lean toward no gain; from the reading before
+// it, they lean the other way. It is read both ways, and either one showing
+// a gain is doubt enough (docs/backtest.md 7.30).
 func fastPaceGain(in *plateauInput) float64 {
 	win := paceWindow(in)
 	if len(win) < 3 {
 		return 0
 	}
-	if flat := in.obs[flatFrom(smoothedBest(in.obs), in.obs[0].y, in.s.PlateauEpsilon):]; len(flat) > len(win) {
-		win = flat
+	z := stats.CentralZ(in.s.Interval)
+	var fast float64
+	if from := flatFrom(smoothedBest(in.obs), in.obs[0].y, in.s.PlateauEpsilon); len(in.obs)-from > len(win) {
+		_, fast = theilSenBand(in.obs[from:], z)
+		if from > 0 {
+			_, before := theilSenBand(in.obs[from-1:], z)
+			fast = math.Min(fast, before)
+		}
+	} else {
+		_, fast = theilSenBand(win, z)
 	}
-	_, fast := theilSenBand(win, stats.CentralZ(in.s.Interval))
 	ahead, _ := paceAhead(in)
 	return math.Max(0, -fast) * ahead
 }

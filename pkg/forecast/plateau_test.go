@@ -348,3 +348,21 @@ func TestPlateauTargetStopNoisyFlatHeld(t *testing.T) {
 		t.Errorf("flat to the third decimal for ten readings: not plateaued: %q", f.PlateauReason)
 	}
 }
+
+// A job short of its target whose best came with a step (0.45 → 0.49) and
+// that has read a little below it four times since: a flat stretch that
+// starts at its best leans toward "no gain", so with the reading before
+// the step it cannot rule out another. Ten such readings can.
+func TestPlateauTargetStopAfterAStepHeld(t *testing.T) {
+	obj := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: f64(0.75)}
+	vals := []float64{0.09, 0.26, 0.33, 0.37, 0.42, 0.45, 0.49}
+	for i := 0; i < 10; i++ {
+		vals = append(vals, 0.470+0.001*float64(i%2))
+	}
+	if f := fitAt(targetStopped(vals[:11], 1600), obj, 11*1600, DefaultSettings()); f.Plateaued || !strings.Contains(f.PlateauReason, "too few or too noisy") {
+		t.Errorf("four readings after a step: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(targetStopped(vals, 1600), obj, 17*1600, DefaultSettings()); !f.Plateaued {
+		t.Errorf("ten readings after a step, flat to the third decimal: not plateaued: %q", f.PlateauReason)
+	}
+}
