@@ -332,8 +332,8 @@ func predictFinal(st *fitState) bool {
 	case targetStop:
 		// Too little data for a curve, but the job stops on its target: if
 		// it ends on its own, it ends there. Confidence stays 0.
-		tgt, cur := sign**st.obj.Target, obs[len(obs)-1].y
 		floor, _ := physicalBounds(obs)
+		tgt, cur := max(floor, sign**st.obj.Target), obs[len(obs)-1].y
 		f.PredictedFinal = oriented(tgt, cur, max(floor, tgt-0.1*(cur-tgt)), sign, "target-stop")
 		f.PredictedFinal.Why = "too few observations for a curve; the job stops at its target"
 	default:
@@ -389,7 +389,7 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 	}
 	// Far from the end the spread easily reaches values the metric cannot
 	// take (a loss below 0, an accuracy past 1): no job ends there.
-	lo, hi = bl.within(lo), bl.within(hi)
+	mean, lo, hi = bl.within(mean), bl.within(lo), bl.within(hi)
 	if basis != "" {
 		f.PredictedFinal = oriented(mean, lo, hi, sign, basis)
 	}

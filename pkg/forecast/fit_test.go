@@ -812,4 +812,15 @@ func TestFitIntervalWithinTheMetricsBounds(t *testing.T) {
 	if pf.Lo == 0 && math.Signbit(pf.Lo) {
 		t.Errorf("accuracy: interval's low end is -0, which prints as \"-0\"")
 	}
+
+	// A target the metric cannot reach (a tenant's typo, say) moves no end
+	// of the interval, nor the value, out of bounds, with or without a curve.
+	impossible := progress.Objective{Metric: "accuracy", Direction: progress.Maximize, Target: f64(1.2)}
+	for _, n := range []int{3, 12} {
+		vals := []float64{0.09, 0.26, 0.33, 0.37, 0.42, 0.45, 0.47, 0.48, 0.49, 0.495, 0.498, 0.5}[:n]
+		pf := fitAt(targetStopped(vals, 1600), impossible, float64(n)*1600, DefaultSettings()).PredictedFinal
+		if !pf.Known || pf.Lo < 0 || pf.Hi > 1 || pf.Value < pf.Lo || pf.Value > pf.Hi {
+			t.Errorf("target 1.2 after %d readings: predicted final %+v, want lo <= value <= hi within [0,1]", n, pf)
+		}
+	}
 }
