@@ -144,13 +144,13 @@ func unsigned0(v float64) float64 {
 // of the total gain during the stall window: the last PlateauStallShare of
 // elapsed time — or, when longer, the longest stall the job has already
 // recovered from (at most PlateauStallMaxShare) — stretched back to hold at
-// least PlateauStallPoints observations (evaluations can be sparse).
-func stalled(obs []objPoint, now float64, s Settings) bool {
+// least PlateauStallPoints observations (evaluations can be sparse). sb is
+// smoothedBest(obs).
+func stalled(obs []objPoint, sb []float64, now float64, s Settings) bool {
 	k := s.PlateauStallPoints
 	if len(obs) < 2*k || s.PlateauStallShare <= 0 || k < 1 {
 		return false
 	}
-	sb := smoothedBest(obs)
 	best := sb[len(sb)-1]
 	gain := obs[0].y - best
 	if gain <= 0 {

@@ -317,6 +317,7 @@ func predictFinal(st *fitState) bool {
 	st.pin = plateauInput{obs: obs, h: st.h, obj: st.obj, now: st.now, s: s, last: st.last, xEnd: st.xEnd, fixed: st.endBasis == "total"}
 	pin := &st.pin
 	if len(obs) > 0 {
+		pin.sb = smoothedBest(obs)
 		pin.pace, pin.paceHorizon = recentPaceGain(pin)
 	}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}

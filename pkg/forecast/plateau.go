@@ -60,7 +60,10 @@ import (
 //
 // When no rule matches, the job is not plateaued.
 type plateauInput struct {
-	obs  []objPoint
+	obs []objPoint
+	// sb is smoothedBest(obs), computed once per forecast for the rules
+	// that read it (nil without observations).
+	sb   []float64
 	h    *progress.History
 	obj  progress.Objective
 	now  float64
@@ -211,7 +214,7 @@ func learningRateMoving(in *plateauInput) (bool, string) {
 	if fr := in.last.Fraction(); !math.IsNaN(fr) && fr >= 1 {
 		return false, ""
 	}
-	w0 := stallWindowStart(in.obs, smoothedBest(in.obs), in.now, in.s)
+	w0 := stallWindowStart(in.obs, in.sb, in.now, in.s)
 	peak, atStart, latest := learningRateSince(in, w0)
 	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
@@ -351,7 +354,7 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	x0 := axisAt(in.last, in.xEnd) - in.s.PlateauAnnealShare*span
-	sb := smoothedBest(in.obs)
+	sb := in.sb
 	best, before := sb[len(sb)-1], math.Inf(1)
 	for i, o := range in.obs {
 		if o.x < x0 {
@@ -431,7 +434,7 @@ func curvePlateau(in *plateauInput) (bool, string) {
 }
 
 func stallPlateau(in *plateauInput) (bool, string) {
-	if !stalled(in.obs, in.now, in.s) || (in.relRem != nil && *in.relRem >= in.s.PlateauStallMaxRemaining) {
+	if !stalled(in.obs, in.sb, in.now, in.s) || (in.relRem != nil && *in.relRem >= in.s.PlateauStallMaxRemaining) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("the best value gained less than %.0f%% of the gain so far over the stall window", 100*in.s.PlateauEpsilon)
@@ -467,7 +470,7 @@ func fastPaceGain(in *plateauInput) float64 {
 	}
 	z := stats.CentralZ(in.s.Interval)
 	var fast float64
-	if from := flatFrom(smoothedBest(in.obs), in.obs[0].y, in.s.PlateauEpsilon); len(in.obs)-from > len(win) {
+	if from := flatFrom(in.sb, in.obs[0].y, in.s.PlateauEpsilon); len(in.obs)-from > len(win) {
 		_, fast = theilSenBand(in.obs[from:], z)
 		if from > 0 {
 			_, before := theilSenBand(in.obs[from-1:], z)
