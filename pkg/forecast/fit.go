@@ -356,12 +356,28 @@ const (
 // recent line's distance to the best level the job has reached since
 // (smoothedBest: one lucky evaluation is not a level reached) it
 // actually took (the median over origins, within [minLineStretch,
-// maxLineStretch]; 1 without an origin with a finite ratio). A metric
-// that slows as it improves reaches each level later than a straight
-// line says, and its own history says by how much.
+// maxLineStretch]). A metric that slows as it improves reaches each level
+// later than a straight line says, and its own history says by how much.
+// With too few observations for the smoothed best to have moved past an
+// origin's line (three: the median of three cannot speak for the last),
+// the raw best answers instead: one evaluation's word, bounded as above,
+// is still the job's own (docs/backtest.md 7.31). 1 when neither finds an
+// origin with a finite ratio.
 func lineStretch(obs []objPoint) float64 {
+	if r, ok := lineStretchTo(obs, smoothedBest(obs)); ok {
+		return r
+	}
+	if r, ok := lineStretchTo(obs, bestSoFar(obs)); ok {
+		return r
+	}
+	return 1
+}
+
+// lineStretchTo is lineStretch's median ratio with the levels reached
+// read from sb, a best-so-far series of obs; ok is false without an
+// origin with a finite ratio.
+func lineStretchTo(obs []objPoint, sb []float64) (float64, bool) {
 	n := len(obs)
-	sb := smoothedBest(obs)
 	level := sb[n-1]
 	var ratios []float64
 	for k := max(2, n/2); k < n; k++ {
@@ -383,9 +399,9 @@ func lineStretch(obs []objPoint) float64 {
 		}
 	}
 	if len(ratios) == 0 {
-		return 1
+		return 0, false
 	}
-	return math.Min(maxLineStretch, math.Max(minLineStretch, stats.Median(ratios)))
+	return math.Min(maxLineStretch, math.Max(minLineStretch, stats.Median(ratios))), true
 }
 
 // recentEvalGain is the median improvement per observation over the last
@@ -420,13 +436,18 @@ func plateauOnset(obs []objPoint, eps float64) float64 {
 	if len(obs) < 2 {
 		return math.NaN()
 	}
-	bestSoFar := make([]float64, len(obs))
+	return obs[flatFrom(bestSoFar(obs), obs[0].y, eps)].t
+}
+
+// bestSoFar is the running best (minimum) of the observations.
+func bestSoFar(obs []objPoint) []float64 {
+	sb := make([]float64, len(obs))
 	b := math.Inf(1)
 	for i, o := range obs {
 		b = math.Min(b, o.y)
-		bestSoFar[i] = b
+		sb[i] = b
 	}
-	return obs[flatFrom(bestSoFar, obs[0].y, eps)].t
+	return sb
 }
 
 // flatFrom is the first index from which the best-so-far series sb (never

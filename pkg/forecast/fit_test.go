@@ -603,6 +603,31 @@ func TestLineStretchFromTheJobsOwnPast(t *testing.T) {
 	}
 }
 
+// Three evaluations of a slowing metric: the running median of three
+// cannot speak for the last one, so the smoothed best has not moved past
+// the first line's origin, and the raw best checks the line instead. A
+// steady metric still gets 1, and two evaluations (no origin) get 1.
+func TestLineStretchFromThreeEvaluations(t *testing.T) {
+	three := func(y func(x float64) float64) []objPoint {
+		var obs []objPoint
+		for _, x := range []float64{100, 200, 300} {
+			obs = append(obs, objPoint{t: x, x: x, y: y(x)})
+		}
+		return obs
+	}
+	// 1/sqrt(x): the line through the first two reaches the third's level
+	// 44 after the second; the job took 100 (a ratio of 2.25, bounded to 2).
+	if got := lineStretch(three(func(x float64) float64 { return 1 / math.Sqrt(x) })); got <= 1.5 || got > maxLineStretch {
+		t.Errorf("slowing metric, three evaluations: stretch %v, want in (1.5, %v]", got, maxLineStretch)
+	}
+	if got := lineStretch(three(func(x float64) float64 { return 1 - x/2000 })); math.Abs(got-1) > 1e-9 {
+		t.Errorf("steady metric, three evaluations: stretch %v, want 1", got)
+	}
+	if got := lineStretch(three(func(x float64) float64 { return 1 - x/2000 })[:2]); got != 1 {
+		t.Errorf("two evaluations: stretch %v, want 1", got)
+	}
+}
+
 // Tenant-written metrics may be any finite float: near ±MaxFloat64, with
 // progress moving in tiny steps, both the line's slope and its distance
 // to the level overflow and their ratio is NaN, which must not become the
