@@ -229,7 +229,10 @@ const crossingReach = 20
 // timeToTarget estimates the time from the latest moving report until the
 // objective reaches obj.Target (Value = seconds, an interval from the pace
 // and the crossing's uncertainty), the axis position of the crossing and,
-// when the crossing is the line's, the line's stretch (else 1).
+// when the crossing is the line's, the line's stretch (else 1). The time
+// of a checked curve's crossing may be held nearer than the crossing
+// itself (boundCrossing): the position returned is still the curve's, for
+// the final's overshoot and the planned-end test (docs/backtest.md 7.33).
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
 // observations (the job's current rate of improvement, stretched by how
@@ -261,24 +264,31 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 			}
 		}
 	}
-	if ok && !bl.checked() {
-		xc = boundUncheckedCrossing(obs, level, xc)
+	xTime := xc
+	if ok {
+		// An unchecked curve's crossing is its family's prior, shape and
+		// time alike, so the bound replaces it; a checked curve's shape
+		// stands and only the time is held.
+		xTime = boundCrossing(obs, level, xc, bl.checked())
+		if !bl.checked() {
+			xc = xTime
+		}
 	}
 	if !ok {
 		xc, stretch, ok = linearCrossing(obs, level)
-		basis = "target-linear"
+		xTime, basis = xc, "target-linear"
 	}
 	if !ok {
 		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0, 1
 	}
-	secs, rel := pc.timeToAxis(xc)
+	secs, rel := pc.timeToAxis(xTime)
 	if basis == "target" {
 		// Crossing uncertainty through the curve's slope there.
-		mean, sd := bl.predict(xc)
-		dx := math.Max(xc*1e-3, 1e-9)
-		m2, _ := bl.predict(xc + dx)
+		mean, sd := bl.predict(xTime)
+		dx := math.Max(xTime*1e-3, 1e-9)
+		m2, _ := bl.predict(xTime + dx)
 		if slope := (mean - m2) / dx; slope > 0 && secs > 0 {
-			xrel := sd / slope / math.Max(xc-pc.xLast/pc.perAxis, dx)
+			xrel := sd / slope / math.Max(xTime-pc.xLast/pc.perAxis, dx)
 			rel = math.Sqrt(rel*rel + xrel*xrel)
 		}
 	} else {
@@ -287,27 +297,39 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	return etaEstimate(secs, rel, z, basis), xc, stretch
 }
 
-// uncheckedCrossingMultiple: how many times the job's own line's distance
-// to the target (linearCrossing) a curve the hindcast could not check may
-// put its crossing (boundUncheckedCrossing).
-const uncheckedCrossingMultiple = 2
+// How many times the job's own line's distance to the target
+// (linearCrossing, itself stretched by the job's past) a curve may put its
+// crossing (boundCrossing): one the hindcast could not check, and one it
+// checked.
+const (
+	uncheckedCrossingMultiple = 2
+	checkedCrossingMultiple   = 4
+)
 
-// boundUncheckedCrossing holds the curve's crossing xc to at most
-// uncheckedCrossingMultiple times the distance the job's own line puts the
+// boundCrossing holds the curve's crossing xc to at most
+// uncheckedCrossingMultiple, or for a curve the hindcast checked
+// checkedCrossingMultiple, times the distance the job's own line puts the
 // target at. With too few observations for the hindcast (newBlended), the
 // curve's crossing is its family's prior, not the job's: how much slower
 // than its current rate the job will improve is what its history has not
 // shown yet, and a family that saturates early puts the target many times
-// further than the job then took (docs/backtest.md 7.18). The line is
-// itself checked on the job's past (lineStretch), so the bound is the
-// simplest method's, widened by what the job has shown.
-func boundUncheckedCrossing(obs []objPoint, level, xc float64) float64 {
+// further than the job then took (docs/backtest.md 7.18). A checked curve
+// fits the values the job has shown, but a target near its asymptote is
+// where its crossing is least certain: a small error in the asymptote
+// moves the crossing many-fold, so it too is held, twice as loosely
+// (7.33). The line is itself checked on the job's past (lineStretch), so
+// the bound is the simplest method's, widened by what the job has shown.
+func boundCrossing(obs []objPoint, level, xc float64, checked bool) float64 {
 	xLast := obs[len(obs)-1].x
 	xl, _, ok := linearCrossing(obs, level)
 	if !ok || xl <= xLast {
 		return xc
 	}
-	return math.Min(xc, xLast+uncheckedCrossingMultiple*(xl-xLast))
+	multiple := float64(uncheckedCrossingMultiple)
+	if checked {
+		multiple = checkedCrossingMultiple
+	}
+	return math.Min(xc, xLast+multiple*(xl-xLast))
 }
 
 // runningSince is the instant from which the job has been working toward
