@@ -24,6 +24,7 @@ func newBacktestCmd() *cobra.Command {
 		pause   float64
 		loss    float64
 		stopAt  float64
+		noTotal bool
 		mirror  bool
 		tscale  float64
 	)
@@ -50,6 +51,7 @@ and the last, and the reports around each change of run state
   planner backtest run1.jsonl run2.jsonl --cutoffs 0.1,0.5,0.9
   planner backtest ../shared/data/curves --eval-every 3 -o json > sparse.json
   planner backtest ../shared/data/curves --stop-at-gain 0.99
+  planner backtest ../shared/data/curves --drop-total
   planner backtest ../shared/data/curves --eval-pause 30 -o json > paused.json
   planner backtest ../shared/data/curves --loss-every 5 --eval-pause 24 -o json > silent.json
   planner backtest ../shared/data/curves --mirror-objective --time-scale 10 > recast.md`,
@@ -92,7 +94,7 @@ and the last, and the reports around each change of run state
 			}
 			start := time.Now()
 			opt := backtest.Options{Cutoffs: cuts, Workers: workers, PerJob: perJob && output.String() == formatJSON, EvalEvery: every, EvalPause: pause, LossEvery: loss,
-				StopAtGain: stopAt, Mirror: mirror, TimeScale: tscale}
+				StopAtGain: stopAt, DropTotal: noTotal, Mirror: mirror, TimeScale: tscale}
 			if lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
 			}
@@ -126,6 +128,7 @@ and the last, and the reports around each change of run state
 	f.Float64Var(&pause, "eval-pause", 0, "score each original run as if training stopped at each evaluation for this many of its median report intervals, reporting as it waits: a stress test for jobs whose progress stands still while they evaluate (docs/backtest.md 7.10)")
 	f.Float64Var(&loss, "loss-every", 0, "score each original run without a fixed total as if it also logged a training loss every this many seconds between its recorded reports: with --eval-pause, a stress test for jobs that report often and fall silent to evaluate (docs/backtest.md 7.15)")
 	f.Float64Var(&stopAt, "stop-at-gain", 0, "score each original run without a target as one that stops at a quality target, as MLPerf's do: the level where it had made this share (0-1] of its whole improvement, no fixed total; a stress test of the target-stop rules on datasets without targets (docs/backtest.md 7.26)")
+	f.BoolVar(&noTotal, "drop-total", false, "score each original run with a target and a fixed total as one that stops at that target with no fixed total, as a language model trained to a quality target does (MLPerf gpt3, llama2 LoRA): a stress test of the time to target on a schedule the forecast cannot see (docs/backtest.md 7.34)")
 	f.BoolVar(&mirror, "mirror-objective", false, "score every file with its objective mirrored (each value v read as -v, the direction flipped): a metamorphic check that nothing depends on which way the objective points (docs/backtest.md 7.20)")
 	f.Float64Var(&tscale, "time-scale", 1, "score every file with its times multiplied by this factor: a metamorphic check for jobs far faster or slower than the corpus (docs/backtest.md 7.20)")
 	return cmd

@@ -64,6 +64,9 @@ type Options struct {
 	// one that stops at the level where it had made StopAtGain of its
 	// whole improvement, with no fixed total (stoppedAtTarget).
 	StopAtGain float64
+	// DropTotal scores each original run with a target and a fixed total
+	// as one that stops at that target with no fixed total (droppedTotal).
+	DropTotal bool
 	// Mirror scores every file with its objective mirrored (v → −v, the
 	// direction flipped; mirroredObjective).
 	Mirror bool
@@ -459,7 +462,7 @@ func Run(inputs []Input, opt Options) *Report {
 	if opt.TimeScale == 0 {
 		opt.TimeScale = 1
 	}
-	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery, stopAtGain: opt.StopAtGain,
+	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery, stopAtGain: opt.StopAtGain, dropTotal: opt.DropTotal,
 		mirror: opt.Mirror, timeScale: opt.TimeScale}
 
 	type result struct {
@@ -492,7 +495,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, StopAtGain: opt.StopAtGain,
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, StopAtGain: opt.StopAtGain, DropTotal: opt.DropTotal,
 		Mirror: opt.Mirror, TimeScale: opt.TimeScale, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {

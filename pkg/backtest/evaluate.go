@@ -36,12 +36,14 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
-	// evalEvery, evalPause, lossEvery, stopAtGain: Options.EvalEvery,
-	// EvalPause, LossEvery and StopAtGain (stressed).
+	// evalEvery, evalPause, lossEvery, stopAtGain, dropTotal:
+	// Options.EvalEvery, EvalPause, LossEvery, StopAtGain and DropTotal
+	// (stressed).
 	evalEvery  int
 	evalPause  float64
 	lossEvery  float64
 	stopAtGain float64
+	dropTotal  bool
 	// mirror, timeScale: Options.Mirror and TimeScale (recast; Run sets
 	// the scale's default, 1).
 	mirror    bool

@@ -121,6 +121,9 @@ func (t *tw) intro(r *Report) {
 	if r.EvalPause > 0 {
 		t.f("Stress test (--eval-pause %g): each original run stops training at each evaluation for %g of its median report intervals, reporting as it waits (docs/backtest.md 7.10).\n", r.EvalPause, r.EvalPause)
 	}
+	if r.DropTotal {
+		t.f("Stress test (--drop-total): each original run with a target and a fixed total stops at that target, with no fixed total (docs/backtest.md 7.34).\n")
+	}
 	if r.StopAtGain > 0 {
 		t.f("Stress test (--stop-at-gain %g): each original run without a target stops at the level where it had made %g of its whole improvement, with no fixed total (docs/backtest.md 7.26).\n", r.StopAtGain, r.StopAtGain)
 	}

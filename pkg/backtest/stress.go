@@ -31,7 +31,7 @@ const stressLoss = "train_loss"
 // pause at each evaluation that is left (whose length is counted in the
 // report intervals the job then has).
 func (ev *evaluator) stressed(f *progress.HistoryFile) *progress.HistoryFile {
-	f = stoppedAtTarget(f, ev.stopAtGain)
+	f = droppedTotal(stoppedAtTarget(f, ev.stopAtGain), ev.dropTotal)
 	return pausedEvaluations(lossReports(sparseEvaluations(f, ev.evalEvery), ev.lossEvery), ev.evalPause)
 }
 
@@ -61,30 +61,75 @@ func stoppedAtTarget(f *progress.HistoryFile, q float64) *progress.HistoryFile {
 	if !(first > best) {
 		return f
 	}
-	target := first - q*(first-best)
+	out, _ := endedAtTarget(f, obj, sign*(first-q*(first-best)))
+	return out
+}
+
+// droppedTotal is an original run with a target and a fixed total recast
+// as one that stops at that target with no fixed total (Options.DropTotal):
+// it ends at the first report whose objective reaches the target, and its
+// progress, reported ETA and total counters are dropped. A language model
+// trained to a quality target (MLPerf's gpt3 and llama2 LoRA) reports no
+// total; its learning-rate schedule still has one. modded-nanogpt's runs
+// recast this way are such jobs: a warm-down the forecast cannot see
+// (docs/backtest.md 7.34). Runs without a target or without a total,
+// runs that never reach their target and incidents are returned as they
+// are.
+func droppedTotal(f *progress.HistoryFile, on bool) *progress.HistoryFile {
+	obj, ok := stressable(f)
+	if !on || !ok || obj.Target == nil || !hasTotal(f) {
+		return f
+	}
+	if out, ok := endedAtTarget(f, obj, *obj.Target); ok {
+		return out
+	}
+	return f
+}
+
+// hasTotal: a report of f carries a fixed total (a progress percentage or
+// a total counter).
+func hasTotal(f *progress.HistoryFile) bool {
+	for _, r := range f.Reports {
+		if r.TrainerStatus.ProgressPercentage != nil || slices.ContainsFunc(r.TrainerStatus.Metrics, isTotal) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTotal: a total counter, which a fixed total reports.
+func isTotal(m progress.MetricValue) bool { return m.Name == "total_steps" || m.Name == "total_epochs" }
+
+// endedAtTarget is f ending at the first report whose objective reaches
+// target (in the metric's own units), with that target in its header, the
+// outcome "target_reached" there, and no fixed total in its reports
+// (progress, reported ETA and total counters dropped; the step or epoch
+// counter stays); ok is false, and f returned, when no report reaches it.
+func endedAtTarget(f *progress.HistoryFile, obj progress.Objective, target float64) (*progress.HistoryFile, bool) {
+	sign, reps := obj.Sign(), toReps(f)
 	end := -1
 	for i, r := range reps {
-		if v, ok := r.num(obj.Metric); ok && sign*v <= target {
+		if v, ok := r.num(obj.Metric); ok && sign*v <= sign*target {
 			end = i
 			break
 		}
 	}
+	if end < 0 {
+		return f, false
+	}
 	out := &progress.HistoryFile{Header: f.Header, Reports: make([]progress.FileReport, 0, end+1)}
 	for _, r := range f.Reports[:end+1] {
 		r.TrainerStatus.ProgressPercentage, r.TrainerStatus.EstimatedRemainingSeconds = nil, nil
-		r.TrainerStatus.Metrics = slices.DeleteFunc(slices.Clone(r.TrainerStatus.Metrics), func(m progress.MetricValue) bool {
-			return m.Name == "total_steps" || m.Name == "total_epochs"
-		})
+		r.TrainerStatus.Metrics = slices.DeleteFunc(slices.Clone(r.TrainerStatus.Metrics), isTotal)
 		out.Reports = append(out.Reports, r)
 	}
 	o := *f.Header.Objective
-	tv := sign * target
-	o.Target = &tv
+	o.Target = &target
 	out.Header.Objective = &o
 	reached, _ := reps[end].num(obj.Metric)
 	out.Header.Outcome = &progress.Outcome{Status: "target_reached", EndSeconds: reps[end].t,
 		Final: map[string]json.RawMessage{obj.Metric: jsonNumber(reached)}}
-	return out
+	return out, true
 }
 
 // lossReports is an original run without a fixed total (no reported

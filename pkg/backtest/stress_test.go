@@ -202,6 +202,70 @@ func TestLossReports(t *testing.T) {
 	}
 }
 
+// noFixedTotal fails t when a report of g carries a progress percentage,
+// a reported ETA or a total counter, or lacks its step counter.
+func noFixedTotal(t *testing.T, g *progress.HistoryFile) {
+	t.Helper()
+	for _, r := range g.Reports {
+		if r.TrainerStatus.ProgressPercentage != nil || r.TrainerStatus.EstimatedRemainingSeconds != nil {
+			t.Fatalf("a fixed total left in %+v", r.TrainerStatus)
+		}
+		if _, ok := objectiveValue(r, "total_steps"); ok {
+			t.Fatalf("total_steps left in %+v", r.TrainerStatus.Metrics)
+		}
+		if _, ok := objectiveValue(r, "current_step"); !ok {
+			t.Fatalf("the step counter dropped from %+v", r.TrainerStatus.Metrics)
+		}
+	}
+}
+
+// A run with a target and a fixed total recast as one that stops at that
+// target with no total: it ends at the first report that reaches it, with
+// no progress, ETA or total counter left. A run that never reaches its
+// target, one without a total and one without a target are left as they
+// are, and so is every run when the stress is off.
+func TestDroppedTotal(t *testing.T) {
+	lines := func(values ...float64) []string {
+		var out []string
+		for i, v := range values {
+			out = append(out, fmt.Sprintf(`{"t":%d,"trainerStatus":{"progressPercentage":%d,"estimatedRemainingSeconds":5,"metrics":[{"name":"eval_loss","value":"%g"},{"name":"current_step","value":"%d"},{"name":"total_steps","value":"6"}]}}`, 10*i, 16*i, v, i))
+		}
+		return out
+	}
+	withTarget := func(f *progress.HistoryFile, target float64) *progress.HistoryFile {
+		o := *f.Header.Objective
+		o.Target = &target
+		f.Header.Objective = &o
+		return f
+	}
+	f := withTarget(historyFile(t, lines(4, 3.6, 3.4, 3.3, 3.27, 3.25)...), 3.28)
+	g := droppedTotal(f, true)
+	if len(g.Reports) != 5 || g.Header.Outcome.EndSeconds != 40 || g.Header.Outcome.Status != "target_reached" {
+		t.Fatalf("stopped at %d reports, end %v, %q; want 5 reports ending at the first value <= 3.28 (t=40)",
+			len(g.Reports), g.Header.Outcome.EndSeconds, g.Header.Outcome.Status)
+	}
+	if tg := g.Header.Objective.Target; tg == nil || *tg != 3.28 {
+		t.Errorf("target %v, want the run's own 3.28", tg)
+	}
+	if v, _ := g.Header.Outcome.FinalValue("eval_loss"); v != 3.27 {
+		t.Errorf("final %v, want 3.27", v)
+	}
+	noFixedTotal(t, g)
+	if len(f.Reports) != 6 || f.Reports[0].TrainerStatus.ProgressPercentage == nil {
+		t.Error("the input was changed")
+	}
+	short := withTarget(historyFile(t, lines(4, 3.6, 3.4, 3.3)...), 3.28)
+	noTarget := historyFile(t, lines(4, 3.6, 3.4, 3.3)...)
+	for name, in := range map[string]*progress.HistoryFile{"never reaches its target": short, "no target": noTarget, "no total": g} {
+		if out := droppedTotal(in, true); out != in {
+			t.Errorf("%s: recast", name)
+		}
+	}
+	if out := droppedTotal(f, false); out != f {
+		t.Error("recast with the stress off")
+	}
+}
+
 // A run without a target recast as one that stops at the level of 90 % of
 // its whole improvement: it ends at the first report that reaches it, with
 // no progress, ETA or total counter left, and its header names the target
@@ -223,17 +287,7 @@ func TestStoppedAtTarget(t *testing.T) {
 	if v, _ := g.Header.Outcome.FinalValue("eval_loss"); v != 1.1 {
 		t.Errorf("final %v, want 1.1", v)
 	}
-	for _, r := range g.Reports {
-		if r.TrainerStatus.ProgressPercentage != nil || r.TrainerStatus.EstimatedRemainingSeconds != nil {
-			t.Fatalf("a fixed total left in %+v", r.TrainerStatus)
-		}
-		if _, ok := objectiveValue(r, "total_steps"); ok {
-			t.Fatalf("total_steps left in %+v", r.TrainerStatus.Metrics)
-		}
-		if _, ok := objectiveValue(r, "current_step"); !ok {
-			t.Fatalf("the step counter dropped from %+v", r.TrainerStatus.Metrics)
-		}
-	}
+	noFixedTotal(t, g)
 	if f.Header.Objective.Target != nil || len(f.Reports) != 7 || f.Reports[0].TrainerStatus.ProgressPercentage == nil {
 		t.Error("the input was changed")
 	}

@@ -29,6 +29,10 @@ type Report struct {
 	// stopped at the level where they had made this share of their whole
 	// improvement, with no fixed total (0: as recorded; --stop-at-gain).
 	StopAtGain float64 `json:"stopAtGain,omitempty"`
+	// DropTotal: original runs with a target and a fixed total were scored
+	// as if they stopped at that target with no fixed total (false: as
+	// recorded; --drop-total).
+	DropTotal bool `json:"dropTotal,omitempty"`
 	// Mirror: every file was scored with its objective mirrored (v → −v,
 	// the direction flipped; --mirror-objective).
 	Mirror bool `json:"mirror"`
