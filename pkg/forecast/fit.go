@@ -232,23 +232,24 @@ const crossingReach = 20
 // when the crossing is the line's, the line's stretch (else 1). The time
 // of a checked curve's crossing may be held nearer than the crossing
 // itself (boundCrossing): the position returned is still the curve's, for
-// the final's overshoot and the planned-end test (docs/backtest.md 7.33).
+// the final's overshoot and the planned-end test, and note says so
+// (docs/backtest.md 7.33).
 // With too few observations for a curve, or a curve levelling off within
 // its own noise of the target, a straight line through the recent
 // observations (the job's current rate of improvement, stretched by how
 // slow such a line proved on the job's own past: linearCrossing) is a
 // rough guide.
 func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve.Ensemble, curveOK bool, bl blended,
-	pc pace, paceOK, hung bool, s Settings) (tt Estimate, xc, stretch float64) {
+	pc pace, paceOK, hung bool, s Settings) (tt Estimate, xc, stretch float64, note string) {
 	z := stats.CentralZ(s.Interval)
 	level := obj.Sign() * *obj.Target
 	switch {
 	case len(obs) > 0 && best <= level:
-		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0, 1
+		return Estimate{Known: true, Basis: "target", Why: "target already reached"}, 0, 1, ""
 	case hung:
-		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0, 1
+		return Estimate{Why: "job is hung: no progress to extrapolate"}, 0, 1, ""
 	case !paceOK || !(pc.perAxis > 0) || len(obs) < 2:
-		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0, 1
+		return Estimate{Why: fmt.Sprintf("too few reports of %s to extrapolate to the target %g", obj.Metric, *obj.Target)}, 0, 1, ""
 	}
 	xLast := obs[len(obs)-1].x
 	basis, ok := "target", false
@@ -260,7 +261,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		if !ok {
 			a, okA := cf.Asymptote()
 			if (!okA || a-level > math.Max(cf.Sigma, bl.hErr)) && bl.levelsOffChecked {
-				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0, 1
+				return Estimate{Why: fmt.Sprintf("the fitted curve levels off before the target %g", *obj.Target)}, 0, 1, ""
 			}
 		}
 	}
@@ -272,6 +273,9 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		xTime = boundCrossing(obs, level, xc, bl.checked())
 		if !bl.checked() {
 			xc = xTime
+		} else if xTime < xc {
+			note = fmt.Sprintf("the fitted curve alone puts the target (%g) %.1f× as far; its time is held to %d× the distance of the job's own line (a crossing near the curve's asymptote is its least certain part)",
+				*obj.Target, (xc-xLast)/(xTime-xLast), checkedCrossingMultiple)
 		}
 	}
 	if !ok {
@@ -279,7 +283,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		xTime, basis = xc, "target-linear"
 	}
 	if !ok {
-		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0, 1
+		return Estimate{Why: fmt.Sprintf("the objective is not improving toward the target %g", *obj.Target)}, 0, 1, ""
 	}
 	secs, rel := pc.timeToAxis(xTime)
 	if basis == "target" {
@@ -294,7 +298,7 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	} else {
 		rel = math.Sqrt(rel*rel + 0.5*0.5) // a line is a rough guide
 	}
-	return etaEstimate(secs, rel, z, basis), xc, stretch
+	return etaEstimate(secs, rel, z, basis), xc, stretch, note
 }
 
 // How many times the job's own line's distance to the target

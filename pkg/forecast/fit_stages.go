@@ -277,13 +277,16 @@ func crossingMethod(basis string) string {
 func estimateETA(st *fitState) bool {
 	f, pts, pc, z := &st.f, st.pts, st.pc, st.z
 	if st.obj.Target != nil {
-		var tt Estimate
-		tt, st.xc, st.xcStretch = timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
+		tt, xc, stretch, note := timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
+		st.xc, st.xcStretch = xc, stretch
 		if tt.Known && tt.Value > 0 && st.endBasis != "" && st.xc > st.xEnd {
 			// A crossing past the planned end is no time at all: the job
 			// stops first (a time in days for a run ending in minutes
 			// said nothing true).
 			tt = Estimate{Why: fmt.Sprintf("the %s reaches the target %g only past the planned end", crossingMethod(tt.Basis), *st.obj.Target)}
+		}
+		if note != "" && tt.Known {
+			f.Notes = append(f.Notes, note)
 		}
 		if tt.Known && tt.Value > 0 {
 			tt = etaEstimate(tt.Value-(st.now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)

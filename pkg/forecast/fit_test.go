@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -892,6 +893,11 @@ func TestCheckedCrossingBoundHoldsTheTimeOnly(t *testing.T) {
 		if share := tt.Value / truth(tc.target); share < tc.lo || share > tc.hi {
 			t.Errorf("target %v: time to target %.0f s = %.2f of the curve's %.0f s, want %.2f-%.2f", tc.target, tt.Value, share, truth(tc.target), tc.lo, tc.hi)
 		}
+		// The forecast says when the time is held, and only then.
+		held := slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "its time is held") })
+		if held != (tc.hi < 1) {
+			t.Errorf("target %v: notes %q, want a held-time note %v", tc.target, f.Notes, tc.hi < 1)
+		}
 	}
 	// With a planned end at step 40,000 the curve reaches 1.012 only past
 	// it, though the held time would fall before it.
@@ -902,5 +908,10 @@ func TestCheckedCrossingBoundHoldsTheTimeOnly(t *testing.T) {
 	f := Fit(withTotal.history(1000, nil), obj, 1000, DefaultSettings())
 	if tt := f.TimeToTarget; tt == nil || tt.Known || !strings.Contains(tt.Why, "only past the planned end") {
 		t.Errorf("planned end at step 40,000: time to target %+v, want none: the curve reaches the target past the end", tt)
+	}
+	for _, n := range f.Notes {
+		if strings.Contains(n, "its time is held") {
+			t.Errorf("planned end at step 40,000: note %q on a time to target there is none of", n)
+		}
 	}
 }
