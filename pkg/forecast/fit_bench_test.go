@@ -45,6 +45,21 @@ func BenchmarkFit512(b *testing.B) {
 	}
 }
 
+// BenchmarkFit512Target is BenchmarkFit512 for a job with a target the
+// curve reaches: the time to target, its line and the bound on the curve's
+// crossing (boundCrossing) are computed too.
+func BenchmarkFit512Target(b *testing.B) {
+	h := benchHistory(512)
+	target := 1.3
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
+	now := h.LastReport()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Fit(h, obj, now, DefaultSettings())
+	}
+}
+
 // BenchmarkFit100k feeds 100,000 reports: the history bound keeps 512 and
 // the forecast costs the same as on 512.
 func BenchmarkFit100k(b *testing.B) {
