@@ -201,12 +201,26 @@ func trainingLossSince(in *plateauInput, train string, tb float64) (atBest, late
 	return atBest, latest, noiseScale(tr)
 }
 
+// How far the reported learning rate must move over the stall window to
+// count (learningRateMoving). Rising, or falling for a job with a fixed
+// total, 5 %: a slower decay is left to shortFlatBeforeAnneal, which bounds
+// the flat stretch by the planned run. Falling for a job that stops at its
+// target, any fall past a logged rate's rounding: no planned run bounds
+// its flat stretch, and a slow decay (a cosine's first part, a linear
+// decay over a long budget) falls by less than 5 % over a young run's
+// window while the whole anneal is still ahead (docs/backtest.md 7.35).
+const (
+	learningRateMove           = 0.05
+	learningRateFallTargetStop = 0.001
+)
+
 // learningRateMoving: a fixed total or a target not yet reached, and the
-// reported learning_rate moved by more than 5 % over the stall window
-// while it is above 2 % of its peak (a schedule that has annealed is done). Falling,
-// the job is annealing; rising, it is still warming up (a warm-up counted
-// in iterations spans many epochs of a small dataset), and a flat stretch
-// before the peak says nothing about where the decay will take it.
+// reported learning_rate moved over the stall window (learningRateMove,
+// learningRateFallTargetStop) while it is above 2 % of its peak (a
+// schedule that has annealed is done). Falling, the job is annealing;
+// rising, it is still warming up (a warm-up counted in iterations spans
+// many epochs of a small dataset), and a flat stretch before the peak says
+// nothing about where the decay will take it.
 func learningRateMoving(in *plateauInput) (bool, string) {
 	if !(in.fixed || in.targetStop) || !in.h.HasMetric("learning_rate") {
 		return false, ""
@@ -219,10 +233,14 @@ func learningRateMoving(in *plateauInput) (bool, string) {
 	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
 	}
+	fall := learningRateMove
+	if !in.fixed {
+		fall = learningRateFallTargetStop
+	}
 	switch {
-	case latest < 0.95*atStart:
+	case latest < (1-fall)*atStart:
 		return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
-	case latest > 1.05*atStart:
+	case latest > (1+learningRateMove)*atStart:
 		return true, fmt.Sprintf("learning rate still warming up (%.3g→%.3g) before the planned end: its decay is all ahead", atStart, latest)
 	}
 	return false, ""

@@ -366,3 +366,44 @@ func TestPlateauTargetStopAfterAStepHeld(t *testing.T) {
 		t.Errorf("ten readings after a step, flat to the third decimal: not plateaued: %q", f.PlateauReason)
 	}
 }
+
+// A job that stops at its target and reports a learning rate in the slow
+// first part of its decay (here 0.3 % over the stall window, as a cosine
+// or a long linear decay early on) has its whole anneal ahead and no
+// planned run to bound its flat stretch by: it is held, where before 7.35
+// the stall rule called it (an Alpaca fine-tune and a YOLO run recast to
+// stop at a target were called so at 8-12 % of their runs). A fall within
+// a logged rate's rounding is no decay: the same job at a constant rate
+// that rounds differently is still called.
+func TestPlateauTargetStopSlowLearningRateDecayHeld(t *testing.T) {
+	mk := func(lr func(step float64) float64) *progress.History {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for i := 0; i <= 300; i++ {
+			step := float64(10 * i)
+			loss := 2 + 3/(1+math.Min(step, 1200)/100)
+			h.Observe(float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
+				"loss", strconv.FormatFloat(loss, 'g', 6, 64), "learning_rate", strconv.FormatFloat(lr(step), 'g', 6, 64))})
+		}
+		return h
+	}
+	target := 2.0
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
+	slow := mk(func(step float64) float64 { return 1e-3 * (1 - step/200000) })
+	f := fitAt(slow, obj, 3000, DefaultSettings())
+	if f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("target-stopped job early in a slow decay: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	// The same rate with a fixed total is left to shortFlatBeforeAnneal,
+	// which bounds the flat stretch by the planned run (15 % of 3,000
+	// steps; this one has been flat for 60 %).
+	fixed := scheduled(300, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": 2 + 3/(1+math.Min(step, 1200)/100), "learning_rate": 1e-3 * (1 - step/200000)}
+	})
+	if g := fitAt(fixed, lossMin, 2990, DefaultSettings()); !g.Plateaued {
+		t.Errorf("fixed-total job flat for 60 %% of its run under a slow decay not plateaued: %q", g.PlateauReason)
+	}
+	jitter := mk(func(step float64) float64 { return 1e-3 * (1 - 1e-4*float64(int(step/10)%2)) })
+	if g := fitAt(jitter, obj, 3000, DefaultSettings()); !g.Plateaued {
+		t.Errorf("target-stopped job at a constant rate with rounding jitter not plateaued: %q", g.PlateauReason)
+	}
+}
