@@ -73,6 +73,20 @@ func TestPlateauLearningRateStillWarmingUp(t *testing.T) {
 	}
 }
 
+// targetStopWithRate is a job with no fixed total, 301 reports 10 s and
+// 10 steps apart, whose loss falls until step 1,200 and is flat after it,
+// reporting the learning rate lr(step).
+func targetStopWithRate(lr func(step float64) float64) *progress.History {
+	h := progress.NewHistory(progress.DefaultLimits())
+	for i := 0; i <= 300; i++ {
+		step := float64(10 * i)
+		loss := 2 + 3/(1+math.Min(step, 1200)/100)
+		h.Observe(float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
+			"loss", strconv.FormatFloat(loss, 'g', 6, 64), "learning_rate", strconv.FormatFloat(lr(step), 'g', 6, 64))})
+	}
+	return h
+}
+
 // A job that stops at its target has no fixed total, but a reported
 // learning rate still moving says the same of it: its schedule is not
 // done. Flat short of its target under a falling rate it is held; under a
@@ -80,16 +94,7 @@ func TestPlateauLearningRateStillWarmingUp(t *testing.T) {
 // through its last new values crossed the target long ago (a crossing
 // overdue is no target in reach).
 func TestPlateauTargetStopLearningRateFalling(t *testing.T) {
-	mk := func(lr func(step float64) float64) *progress.History {
-		h := progress.NewHistory(progress.DefaultLimits())
-		for i := 0; i <= 300; i++ {
-			step := float64(10 * i)
-			loss := 2 + 3/(1+math.Min(step, 1200)/100)
-			h.Observe(float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
-				"loss", strconv.FormatFloat(loss, 'g', 6, 64), "learning_rate", strconv.FormatFloat(lr(step), 'g', 6, 64))})
-		}
-		return h
-	}
+	mk := targetStopWithRate
 	target := 2.0
 	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
 	falling := mk(func(step float64) float64 { return 1e-3 * (1 - step/8000) })
@@ -376,16 +381,7 @@ func TestPlateauTargetStopAfterAStepHeld(t *testing.T) {
 // a logged rate's rounding is no decay: the same job at a constant rate
 // that rounds differently is still called.
 func TestPlateauTargetStopSlowLearningRateDecayHeld(t *testing.T) {
-	mk := func(lr func(step float64) float64) *progress.History {
-		h := progress.NewHistory(progress.DefaultLimits())
-		for i := 0; i <= 300; i++ {
-			step := float64(10 * i)
-			loss := 2 + 3/(1+math.Min(step, 1200)/100)
-			h.Observe(float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
-				"loss", strconv.FormatFloat(loss, 'g', 6, 64), "learning_rate", strconv.FormatFloat(lr(step), 'g', 6, 64))})
-		}
-		return h
-	}
+	mk := targetStopWithRate
 	target := 2.0
 	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
 	slow := mk(func(step float64) float64 { return 1e-3 * (1 - step/200000) })
