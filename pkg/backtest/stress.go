@@ -98,7 +98,7 @@ func hasTotal(f *progress.HistoryFile) bool {
 }
 
 // isTotal: a total counter, which a fixed total reports.
-func isTotal(m progress.MetricValue) bool { return m.Name == "total_steps" || m.Name == "total_epochs" }
+func isTotal(m progress.MetricValue) bool { return progress.IsTotalCounter(m.Name) }
 
 // endedAtTarget is f ending at the first report whose objective reaches
 // target (in the metric's own units), with that target in its header, the

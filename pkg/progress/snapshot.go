@@ -96,6 +96,13 @@ var counterAliases = map[string]string{
 	"total_epochs": "totalEpochs", "totalEpochs": "totalEpochs",
 }
 
+// IsTotalCounter reports whether a metric name is a fixed total's counter
+// (total steps or epochs) under any spelling counterAliases reads.
+func IsTotalCounter(name string) bool {
+	f := counterAliases[name]
+	return f == "total" || f == "totalEpochs"
+}
+
 // fallbackCounters are progress counters used as the step axis when a
 // report has no step (MLPerf logs samples, tokens or epochs).
 var fallbackCounters = []string{"samples_count", "tokens_count", "epoch"}

@@ -107,6 +107,21 @@ func TestCanonicalMetric(t *testing.T) {
 	}
 }
 
+// Every spelling of a total that Parse reads is a total counter; the
+// position counters and other metrics are not.
+func TestIsTotalCounter(t *testing.T) {
+	for _, n := range []string{"total_steps", "totalSteps", "max_steps", "total_epochs", "totalEpochs"} {
+		if !IsTotalCounter(n) {
+			t.Errorf("%s: not a total counter", n)
+		}
+	}
+	for _, n := range []string{"current_step", "step", "current_epoch", "samples_count", "eval_loss", ""} {
+		if IsTotalCounter(n) {
+			t.Errorf("%s: a total counter", n)
+		}
+	}
+}
+
 func TestParseObjective(t *testing.T) {
 	o, err := ParseObjective("accuracy,maximize,target=0.9")
 	if err != nil || o.Metric != "accuracy" || o.Direction != Maximize || o.Target == nil || *o.Target != 0.9 {
