@@ -26,10 +26,12 @@ const MinLossEvery, MaxLossEvery = 1, 3600
 // name reporters use for it.
 const stressLoss = "train_loss"
 
-// stressed applies the evaluator's stress tests to f: fewer evaluations
-// first, then the training-loss reports between the recorded ones, then a
-// pause at each evaluation that is left (whose length is counted in the
-// report intervals the job then has).
+// stressed applies the evaluator's stress tests to f: the recasts to a
+// target-stopped run first (a target where there was none, then no fixed
+// total where there was a target), then fewer evaluations, then the
+// training-loss reports between the recorded ones, then a pause at each
+// evaluation that is left (whose length is counted in the report
+// intervals the job then has).
 func (ev *evaluator) stressed(f *progress.HistoryFile) *progress.HistoryFile {
 	f = droppedTotal(stoppedAtTarget(f, ev.stopAtGain), ev.dropTotal)
 	return pausedEvaluations(lossReports(sparseEvaluations(f, ev.evalEvery), ev.lossEvery), ev.evalPause)
