@@ -33,7 +33,7 @@ type Knob struct {
 var (
 	PlateauKnobs = []Knob{
 		{"MinImprovement", []float64{0.005, 0.01, 0.02}, func(s *forecast.Settings, v float64) { s.MinImprovement = v }},
-		{"PlateauAnnealShare", []float64{0.1, 0.15, 0.2}, func(s *forecast.Settings, v float64) { s.PlateauAnnealShare = v }},
+		{"PlateauAnnealShare", []float64{0.1, 0.15, 0.2, 0.25}, func(s *forecast.Settings, v float64) { s.PlateauAnnealShare = v }},
 	}
 	IntervalKnobs = []Knob{
 		{"IntervalInflation", []float64{1.5, 2, 3}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},

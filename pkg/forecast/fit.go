@@ -44,7 +44,9 @@ type Settings struct {
 	MinImprovement float64
 	// PlateauAnnealShare: a job with a fixed total that reports no
 	// learning rate must be flat for this share of its planned run before
-	// a plateau is called (its schedule may still anneal).
+	// a plateau is called (its schedule may still anneal). A step
+	// schedule's first stage (a third of the run in ImageNet's 30/60/90)
+	// is flat for most of its length before its first step shows.
 	PlateauAnnealShare float64
 	// StepJumpShare: one observation that gains this share of all the
 	// gain before it (and several times its recent gains) is a step of
@@ -102,7 +104,7 @@ func DefaultSettings() Settings {
 		PlateauStallMaxRemaining: 0.1,
 		PlateauStallMaxShare:     0.5,
 		MinImprovement:           0.01,
-		PlateauAnnealShare:       0.15,
+		PlateauAnnealShare:       0.25,
 		StepJumpShare:            0.2,
 		HangMultiple:             2,
 		HangSlack:                45,

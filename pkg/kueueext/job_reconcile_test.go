@@ -140,7 +140,7 @@ func TestReconcileBatchJobNotTracked(t *testing.T) {
 // made every reconcile write the status again (one PUT per report in the
 // endpoint's load benchmark).
 // TestReconcileCheckpointCadence: with forecast.checkpointInterval 5m the
-// forecasts of an 11-minute history reach the ProgressForecast at most once
+// forecasts of a 13-minute history reach the ProgressForecast at most once
 // per 5 minutes, except that each change of verdict and boost is written at
 // once; a forecast left unsaved is written when its checkpoint is due (the
 // reconcile asks to come back by then), and a finished job's at once.
@@ -156,7 +156,7 @@ func TestReconcileCheckpointCadence(t *testing.T) {
 	ref := jobframework.RefOf(kind, job)
 
 	hf := exampleHistory(t, "synth__early-plateau")
-	n := len(hf.Reports) * 7 / 10
+	n := len(hf.Reports) * 8 / 10
 	writes, changes := 0, 0
 	var last v1alpha1.ProgressForecastStatus
 	var res reconcile.Result
