@@ -388,8 +388,9 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 }
 
 // stepScheduleAhead: see the rule list. The step period is the longest
-// axis distance from the start to the first jump or between jumps; the job
-// is held while less than that has passed since its last jump.
+// axis distance from the start (the run's, with a fixed total) to the
+// first jump or between jumps; the job is held while less than that has
+// passed since its last jump.
 func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if !(in.fixed || in.targetStop) || in.s.StepJumpShare <= 0 {
 		return false, ""
@@ -402,14 +403,21 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if len(jumps) == 0 {
 		return false, ""
 	}
-	period, prev := 0.0, in.obs[0].x
+	// A fixed total's axis starts at 0, where the schedule's first stage
+	// starts; measured from the first evaluation, which comes later, the
+	// first period would be short by that much.
+	start := in.obs[0].x
+	if in.fixed {
+		start = math.Min(start, 0)
+	}
+	period, prev := 0.0, start
 	for _, i := range jumps {
 		period = math.Max(period, in.obs[i].x-prev)
 		prev = in.obs[i].x
 	}
-	now, span, of := xLast, xLast-in.obs[0].x, "its run so far"
+	now, span, of := xLast, xLast-start, "its run so far"
 	if in.fixed {
-		now, span, of = math.Max(xLast, axisAt(in.last, in.xEnd)), in.xEnd-in.obs[0].x, "the planned run"
+		now, span, of = math.Max(xLast, axisAt(in.last, in.xEnd)), in.xEnd-start, "the planned run"
 	}
 	if now-prev >= period {
 		return false, ""

@@ -239,22 +239,37 @@ func TestPlateauLearningRateNotYetAnnealed(t *testing.T) {
 
 // A step schedule (a loss that drops in one evaluation at a third of the
 // run, flat before and after) holds the plateau call for as long as the
-// job's own step period; past it, a flat job is plateaued.
+// job's own step period; past it, a flat job is plateaued. With a fixed
+// total the period runs from the start of the run, where the schedule
+// starts, not from the first evaluation: evaluated every 150 steps, the
+// first at 150 and the step seen at 1,050, the period is 1,050 steps (900
+// from the first evaluation), so the job is held at step 2,000.
 func TestPlateauStepScheduleAhead(t *testing.T) {
 	const n = 300 // 3000 steps, 10 s per 10 steps
-	h := scheduled(n, func(step float64) map[string]float64 {
-		l := 3 + 2*math.Exp(-step/150) + 0.002*math.Sin(step)
-		if step >= 1000 {
-			l -= 0.8 // the learning-rate step
+	for _, c := range []struct {
+		name               string
+		every, held, after float64 // evaluation interval; held at, plateaued at (steps)
+	}{
+		{"every report", 10, 1800, 2400},
+		{"an evaluation every 150 steps", 150, 2000, 2200},
+	} {
+		h := scheduled(n, func(step float64) map[string]float64 {
+			if step == 0 || math.Mod(step, c.every) != 0 {
+				return nil
+			}
+			l := 3 + 2*math.Exp(-step/150) + 0.002*math.Sin(step)
+			if step >= 1000 {
+				l -= 0.8 // the learning-rate step
+			}
+			return map[string]float64{"loss": l}
+		})
+		s := DefaultSettings()
+		if f := fitAt(h, lossMin, c.held, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "step schedule") {
+			t.Errorf("%s, at step %v: within the step period: plateaued=%v reason %q", c.name, c.held, f.Plateaued, f.PlateauReason)
 		}
-		return map[string]float64{"loss": l}
-	})
-	s := DefaultSettings()
-	if f := fitAt(h, lossMin, 1800, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "step schedule") {
-		t.Errorf("at 60%%, flat for less than the step period: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
-	}
-	if f := fitAt(h, lossMin, 2400, s); !f.Plateaued {
-		t.Errorf("at 80%%, flat for longer than the step period: not plateaued: %q", f.PlateauReason)
+		if f := fitAt(h, lossMin, c.after, s); !f.Plateaued {
+			t.Errorf("%s, at step %v: past the step period: not plateaued: %q", c.name, c.after, f.PlateauReason)
+		}
 	}
 }
 
