@@ -349,8 +349,8 @@ func TestPlannerRestart(t *testing.T) {
 	c, stop := runPlanner(ctx, t, env.Config, env.Config, cfg, 60*time.Second)
 
 	reports := history(t, "synth__early-plateau").Reports
-	// Plateaued by ~70 % (docs/backtest.md 7.37); NearDone (which protects a plateaued job) starts at
-	// 90 % of the steps, so the run stops at 87 %.
+	// Plateaued by ~70 % (docs/backtest.md 7.37); NearDone (which protects
+	// a plateaued job) starts at 90 % of the steps, so the run stops at 87 %.
 	cut := int(float64(len(reports)) * 0.7)
 	if err := <-replay(ctx, t, c, a, reports[:cut]); err != nil {
 		t.Fatalf("replay: %v", err)
