@@ -94,14 +94,13 @@ func targetStopWithRate(lr func(step float64) float64) *progress.History {
 // through its last new values crossed the target long ago (a crossing
 // overdue is no target in reach).
 func TestPlateauTargetStopLearningRateFalling(t *testing.T) {
-	mk := targetStopWithRate
 	target := 2.0
 	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
-	falling := mk(func(step float64) float64 { return 1e-3 * (1 - step/8000) })
+	falling := targetStopWithRate(func(step float64) float64 { return 1e-3 * (1 - step/8000) })
 	if f := fitAt(falling, obj, 3000, DefaultSettings()); f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate still falling") {
 		t.Errorf("target-stopped job with a falling rate: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
 	}
-	constant := mk(func(float64) float64 { return 1e-3 })
+	constant := targetStopWithRate(func(float64) float64 { return 1e-3 })
 	if f := fitAt(constant, obj, 3000, DefaultSettings()); !f.Plateaued {
 		t.Errorf("target-stopped job flat at a constant rate not plateaued: %q (p=%.2f)", f.PlateauReason, f.PlateauProbability)
 	}
@@ -404,24 +403,23 @@ func TestPlateauTargetStopAfterAStepHeld(t *testing.T) {
 // a logged rate's rounding is no decay: the same job at a constant rate
 // that rounds differently is still called.
 func TestPlateauTargetStopSlowLearningRateDecayHeld(t *testing.T) {
-	mk := targetStopWithRate
 	target := 2.0
 	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
-	slow := mk(func(step float64) float64 { return 1e-3 * (1 - step/200000) })
+	slow := targetStopWithRate(func(step float64) float64 { return 1e-3 * (1 - step/200000) })
 	f := fitAt(slow, obj, 3000, DefaultSettings())
 	if f.Plateaued || !strings.Contains(f.PlateauReason, "learning rate still falling") {
 		t.Errorf("target-stopped job early in a slow decay: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
 	}
 	// The same rate with a fixed total is left to shortFlatBeforeAnneal,
-	// which bounds the flat stretch by the planned run (15 % of 3,000
-	// steps; this one has been flat for 60 %).
+	// which bounds the flat stretch by the planned run (PlateauAnnealShare
+	// of 3,000 steps; this one has been flat for 60 %).
 	fixed := scheduled(300, func(step float64) map[string]float64 {
 		return map[string]float64{"loss": 2 + 3/(1+math.Min(step, 1200)/100), "learning_rate": 1e-3 * (1 - step/200000)}
 	})
 	if g := fitAt(fixed, lossMin, 2990, DefaultSettings()); !g.Plateaued {
 		t.Errorf("fixed-total job flat for 60 %% of its run under a slow decay not plateaued: %q", g.PlateauReason)
 	}
-	jitter := mk(func(step float64) float64 { return 1e-3 * (1 - 1e-4*float64(int(step/10)%2)) })
+	jitter := targetStopWithRate(func(step float64) float64 { return 1e-3 * (1 - 1e-4*float64(int(step/10)%2)) })
 	if g := fitAt(jitter, obj, 3000, DefaultSettings()); !g.Plateaued {
 		t.Errorf("target-stopped job at a constant rate with rounding jitter not plateaued: %q", g.PlateauReason)
 	}
