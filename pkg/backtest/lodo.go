@@ -30,15 +30,24 @@ type Knob struct {
 // Knob groups: each is chosen by the measures it moves. The plateau knobs
 // move plateau calls and nothing else; the interval knob moves interval
 // coverage and nothing else, so the two are chosen separately.
+//
+// Each knob lists its values from the most cautious to the least (a
+// smaller meaningful gain holds every job a larger one holds, and a longer
+// anneal hold holds it longer: both call fewer plateaus; a larger
+// inflation and anneal allowance widen the intervals, and so does a larger
+// horizon power wherever the forecast reaches past the hindcast's span), and
+// a tie keeps the first in grid order: where the other datasets cannot
+// tell two settings apart, nothing they show earns the riskier one, and a
+// wrong verdict costs a healthy job its GPUs.
 var (
 	PlateauKnobs = []Knob{
 		{"MinImprovement", []float64{0.005, 0.01, 0.02}, func(s *forecast.Settings, v float64) { s.MinImprovement = v }},
-		{"PlateauAnnealShare", []float64{0.1, 0.15, 0.2, 0.25}, func(s *forecast.Settings, v float64) { s.PlateauAnnealShare = v }},
+		{"PlateauAnnealShare", []float64{0.25, 0.2, 0.15, 0.1}, func(s *forecast.Settings, v float64) { s.PlateauAnnealShare = v }},
 	}
 	IntervalKnobs = []Knob{
-		{"IntervalInflation", []float64{1.5, 2, 3}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},
-		{"IntervalAnnealShare", []float64{0, 0.25, 0.5}, func(s *forecast.Settings, v float64) { s.IntervalAnnealShare = v }},
-		{"IntervalHorizonPower", []float64{1, 1.5, 2}, func(s *forecast.Settings, v float64) { s.IntervalHorizonPower = v }},
+		{"IntervalInflation", []float64{3, 2, 1.5}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},
+		{"IntervalAnnealShare", []float64{0.5, 0.25, 0}, func(s *forecast.Settings, v float64) { s.IntervalAnnealShare = v }},
+		{"IntervalHorizonPower", []float64{2, 1.5, 1}, func(s *forecast.Settings, v float64) { s.IntervalHorizonPower = v }},
 	}
 )
 
@@ -150,7 +159,8 @@ func gridRuns(knobs []Knob, run func(forecast.Settings) *Report) []gridRun {
 }
 
 // choose picks the grid run with the smallest loss over every dataset but
-// heldOut (the first in grid order on ties).
+// heldOut (on ties the first in grid order: the most cautious, as the
+// knobs list their values).
 func choose(runs []gridRun, heldOut string, loss func(r *Report, ds string) float64) gridRun {
 	best, bestLoss := runs[0], math.Inf(1)
 	for _, g := range runs {

@@ -50,3 +50,39 @@ func TestFiguresOfOneDataset(t *testing.T) {
 		t.Errorf("plateau loss of a = %v, want 0.62", l)
 	}
 }
+
+// Where the other datasets cannot tell two settings apart, the choice is
+// the first in grid order, which the knobs make the most cautious.
+func TestChooseTieKeepsTheCautiousFirst(t *testing.T) {
+	same := map[string]float64{"a": 0.05, "b": 0.05, "c": 0.20}
+	runs := []gridRun{
+		{values: map[string]float64{"k": 1}, r: plateauReport(same)},
+		{values: map[string]float64{"k": 2}, r: plateauReport(same)},
+		{values: map[string]float64{"k": 3}, r: plateauReport(map[string]float64{"a": 0.05, "b": 0.05, "c": 0.00})},
+	}
+	// Without c the three tie; with c left in, k=3 would win.
+	if got := choose(runs, "c", plateauLoss).values["k"]; got != 1 {
+		t.Errorf("held out c: chose k=%v, want the first of the tie, 1", got)
+	}
+}
+
+// Each knob lists its most cautious value first: the plateau knobs the one
+// that holds a job longest (the smallest meaningful gain, the longest anneal
+// hold), the interval knobs the one that gives the widest interval.
+func TestKnobsListTheCautiousValueFirst(t *testing.T) {
+	descending := map[string]bool{"PlateauAnnealShare": true, "IntervalInflation": true,
+		"IntervalAnnealShare": true, "IntervalHorizonPower": true, "MinImprovement": false}
+	for _, k := range append(append([]Knob{}, PlateauKnobs...), IntervalKnobs...) {
+		desc, ok := descending[k.Name]
+		if !ok {
+			t.Errorf("knob %s: no caution order stated", k.Name)
+			continue
+		}
+		for i := 1; i < len(k.Values); i++ {
+			if (k.Values[i] < k.Values[i-1]) != desc {
+				t.Errorf("knob %s: values %v are not listed most cautious first", k.Name, k.Values)
+				break
+			}
+		}
+	}
+}
