@@ -304,7 +304,7 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 		}
 		p.cycles = cycles
 	}
-	p.slope = robustSlope(s)
+	p.slope = robustSlope(trainingSamples(s))
 	return p, true
 }
 
@@ -336,6 +336,33 @@ func levelWindow(s []paceSample, minSamples int) (from, to, cycles int) {
 		return from, to, 0
 	}
 	return pauses[n-1] + 1, pauses[0] + 1, n - 1
+}
+
+// trainingSamples is s as the trend should see it. For a job that pauses
+// (two or more samples hold a pause) the samples are training alone or a
+// pause, seconds against minutes per unit of progress, and a trend through
+// both follows where the pauses happen to fall. The pauses cost about the
+// same each time (an evaluation pass), so the slowing of such a job is
+// the slowing of its training: the trend is fitted on the samples without
+// a pause and carried on the level, which counts the pauses in their
+// share. Other jobs' samples are returned as they are.
+func trainingSamples(s []paceSample) []paceSample {
+	pauses := 0
+	for _, q := range s {
+		if q.pause {
+			pauses++
+		}
+	}
+	if pauses < 2 {
+		return s
+	}
+	out := make([]paceSample, 0, len(s)-pauses)
+	for _, q := range s {
+		if !q.pause {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // recentStart is where the recent window begins: the samples wholly
