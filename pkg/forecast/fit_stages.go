@@ -81,6 +81,7 @@ type fitState struct {
 	endBasis    string  // "given", "total", "target" or "" (none)
 	xc          float64 // the target crossing on the axis (0: none)
 	xcStretch   float64 // lineStretch of a crossing that is the line's (else 1)
+	ttDue       bool    // the time to target's crossing was due by now and not seen
 
 	pin plateauInput
 }
@@ -288,8 +289,18 @@ func estimateETA(st *fitState) bool {
 		if note != "" && tt.Known {
 			f.Notes = append(f.Notes, note)
 		}
-		if tt.Known && tt.Value > 0 {
-			tt = etaEstimate(tt.Value-(st.now-runningSince(pts, pc.tLast)), (tt.Hi-tt.Value)/(z*tt.Value), z, tt.Basis)
+		if tt.Known && st.best > st.obj.Sign()**st.obj.Target {
+			since := st.now - runningSince(pts, pc.tLast)
+			// A crossing due by now that has not been seen refutes what
+			// it was read from (targetInReach); the job is still seen at
+			// its target only at an evaluation.
+			st.ttDue = tt.Value <= since
+			next, nextRel := nextEvaluation(st.obs, pc)
+			secs, rel := tt.Value, nextRel
+			if tt.Value > 0 {
+				rel = (tt.Hi - tt.Value) / (z * tt.Value)
+			}
+			tt = etaEstimate(math.Max(secs, next)-since, rel, z, tt.Basis)
 		}
 		f.TimeToTarget = &tt
 	}
@@ -312,6 +323,24 @@ func estimateETA(st *fitState) bool {
 	return true
 }
 
+// nextEvaluation is the time, from the pace's latest point, of the job's
+// next evaluation: the objective is observed only at evaluations, so a
+// target not yet seen reached is seen at the next one at the soonest, and
+// a job that stops at its target stops there. Evaluations are taken to
+// come every medianObsStep from the latest one; the next is the first
+// past the job's position at the pace's latest point. It returns the
+// seconds and their relative uncertainty (the pace's); 0 when the
+// evaluations give no step.
+func nextEvaluation(obs []objPoint, pc pace) (secs, rel float64) {
+	step := medianObsStep(obs)
+	if !(step > 0) || !(pc.perAxis > 0) {
+		return 0, 0
+	}
+	xLast, xNow := obs[len(obs)-1].x, pc.xLast/pc.perAxis
+	next := xLast + math.Max(1, math.Ceil((xNow-xLast)/step-1e-9))*step
+	return pc.timeToAxis(next)
+}
+
 // predictFinal predicts the objective's value at the planned end (or,
 // with no planned end, over a horizon as long as the run so far) with its
 // interval, and the curve's plateau probability.
@@ -328,7 +357,7 @@ func predictFinal(st *fitState) bool {
 	targetStop := stopsAtTarget && st.best > sign**st.obj.Target
 	pin.targetMet, pin.targetStop = stopsAtTarget && !targetStop, targetStop
 	if targetStop {
-		pin.toTarget = f.TimeToTarget
+		pin.toTarget, pin.toTargetDue = f.TimeToTarget, st.ttDue
 	}
 	switch {
 	case st.curveOK:

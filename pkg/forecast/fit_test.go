@@ -908,3 +908,36 @@ func TestCheckedCrossingBoundHoldsTheTimeOnly(t *testing.T) {
 		}
 	}
 }
+
+// A job that stops at its target is seen there only at an evaluation. Its
+// val_loss falls 0.1 per evaluation (every 100 steps, a step a second) to
+// a target of 2.05, which its line crosses at step 950 and the job shows
+// at its evaluation at step 1000. Forecast at step 960, the crossing is
+// due and not seen: the time to target is the 40 s to that evaluation,
+// not 0 s (the old clamp), and the due crossing still holds no plateau
+// call (targetInReach). Forecast at step 905 it is the same evaluation, 95
+// s away, not the line's 45 s.
+func TestTimeToTargetAtTheNextEvaluation(t *testing.T) {
+	target := 2.05
+	obj := progress.Objective{Metric: "val_loss", Direction: progress.Minimize, Target: &target}
+	upTo := func(now int) *progress.History {
+		h := progress.NewHistory(progress.DefaultLimits())
+		for step := 0; step <= now; step += 5 {
+			h.Observe(float64(step), progress.TrainerStatus{Metrics: metrics("current_step", strconv.Itoa(step),
+				"val_loss", strconv.FormatFloat(3-0.1*float64(step/100), 'f', 2, 64))})
+		}
+		return h
+	}
+	for _, c := range []struct {
+		now  int
+		want float64
+	}{{960, 40}, {905, 95}} {
+		f := Fit(upTo(c.now), obj, float64(c.now), DefaultSettings())
+		if tt := f.TimeToTarget; tt == nil || !tt.Known || math.Abs(tt.Value-c.want) > 2 {
+			t.Errorf("at step %d: time to target %+v, want %.0f s (the evaluation at step 1000)", c.now, tt, c.want)
+		}
+		if c.now == 960 && strings.Contains(f.PlateauReason, "reach its target") {
+			t.Errorf("at step %d: held by a crossing already due: %q", c.now, f.PlateauReason)
+		}
+	}
+}

@@ -82,12 +82,14 @@ type plateauInput struct {
 	xEnd  float64
 	fixed bool
 	// toTarget is the time-to-target forecast of a job that stops at its
-	// target and has not reached it (nil otherwise); targetStop says the
-	// job stops at its target and has not reached it, targetMet that it
-	// has.
-	toTarget   *Estimate
-	targetStop bool
-	targetMet  bool
+	// target and has not reached it (nil otherwise), and toTargetDue says
+	// its crossing was due by now and not seen (the forecast is then the
+	// wait for the next evaluation); targetStop says the job stops at its
+	// target and has not reached it, targetMet that it has.
+	toTarget    *Estimate
+	toTargetDue bool
+	targetStop  bool
+	targetMet   bool
 }
 
 // plateauCall is what a matching rule decides.
@@ -302,9 +304,10 @@ func targetInReach(in *plateauInput) (bool, string) {
 	if tt.Lo > 0 {
 		soonest = tt.Lo
 	}
-	// A crossing already due (the forecast clamps it to 0) that has not
-	// come refutes the line it was read from: no hold on it.
-	if !(tt.Value > 0 && soonest <= ran) {
+	// A crossing already due that has not come refutes the line it was
+	// read from: no hold on it, though the forecast still waits for the
+	// next evaluation (toTargetDue).
+	if in.toTargetDue || !(tt.Value > 0 && soonest <= ran) {
 		return false, ""
 	}
 	if soonest == tt.Value {
