@@ -300,7 +300,12 @@ func estimateETA(st *fitState) bool {
 			if tt.Value > 0 {
 				rel = (tt.Hi - tt.Value) / (z * tt.Value)
 			}
-			tt = etaEstimate(math.Max(secs, next)-since, rel, z, tt.Basis)
+			if next > secs {
+				f.Notes = append(f.Notes, fmt.Sprintf("the %s puts the target (%g) before the job's next evaluation, the soonest it can be seen there: the time to target is the wait for that evaluation",
+					crossingMethod(tt.Basis), *st.obj.Target))
+				secs = next
+			}
+			tt = etaEstimate(secs-since, rel, z, tt.Basis)
 		}
 		f.TimeToTarget = &tt
 	}

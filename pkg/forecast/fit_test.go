@@ -916,7 +916,7 @@ func TestCheckedCrossingBoundHoldsTheTimeOnly(t *testing.T) {
 // due and not seen: the time to target is the 40 s to that evaluation,
 // not 0 s (the old clamp), and the due crossing still holds no plateau
 // call (targetInReach). Forecast at step 905 it is the same evaluation, 95
-// s away, not the line's 45 s.
+// s away, not the line's 45 s. A note says why, each time.
 func TestTimeToTargetAtTheNextEvaluation(t *testing.T) {
 	target := 2.05
 	obj := progress.Objective{Metric: "val_loss", Direction: progress.Minimize, Target: &target}
@@ -938,6 +938,9 @@ func TestTimeToTargetAtTheNextEvaluation(t *testing.T) {
 		}
 		if c.now == 960 && strings.Contains(f.PlateauReason, "reach its target") {
 			t.Errorf("at step %d: held by a crossing already due: %q", c.now, f.PlateauReason)
+		}
+		if !slices.ContainsFunc(f.Notes, func(n string) bool { return strings.Contains(n, "the wait for that evaluation") }) {
+			t.Errorf("at step %d: no note on the next evaluation in %q", c.now, f.Notes)
 		}
 	}
 }
