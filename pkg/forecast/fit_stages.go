@@ -289,7 +289,7 @@ func estimateETA(st *fitState) bool {
 		if note != "" && tt.Known {
 			f.Notes = append(f.Notes, note)
 		}
-		if tt.Known && st.best > st.obj.Sign()**st.obj.Target {
+		if tt.Known && st.targetUnmet() {
 			since := st.now - runningSince(pts, pc.tLast)
 			// A crossing due by now that has not been seen refutes what
 			// it was read from (targetInReach); the job is still seen at
@@ -328,6 +328,12 @@ func estimateETA(st *fitState) bool {
 	return true
 }
 
+// targetUnmet: a target is set, the job has observations, and its best
+// has not reached the target.
+func (st *fitState) targetUnmet() bool {
+	return st.obj.Target != nil && len(st.obs) > 0 && st.best > st.sign**st.obj.Target
+}
+
 // nextEvaluation is the time, from the pace's latest point, of the job's
 // next evaluation: the objective is observed only at evaluations, so a
 // target not yet seen reached is seen at the next one at the soonest, and
@@ -359,7 +365,7 @@ func predictFinal(st *fitState) bool {
 	}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}
 	stopsAtTarget := st.obj.Target != nil && math.IsNaN(st.axis.total(st.last)) && s.EndStep == nil && len(obs) > 0
-	targetStop := stopsAtTarget && st.best > sign**st.obj.Target
+	targetStop := stopsAtTarget && st.targetUnmet()
 	pin.targetMet, pin.targetStop = stopsAtTarget && !targetStop, targetStop
 	if targetStop {
 		pin.toTarget, pin.toTargetDue = f.TimeToTarget, st.ttDue
