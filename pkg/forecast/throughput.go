@@ -113,9 +113,11 @@ const pauseMultiple = 4
 
 // markPauses flags the samples that hold a pause (pauseMultiple). The
 // median is the whole history's, so the hindcasts' earlier windows see
-// the same pauses as the forecast does.
+// the same pauses as the forecast does. Three samples are enough: a job
+// that evaluates early shows its first pause among its first few
+// intervals, and its level needs to know it (onePauseWindow).
 func markPauses(s []paceSample) {
-	if len(s) < 5 {
+	if len(s) < 3 {
 		return
 	}
 	taus := make([]float64, len(s))
@@ -317,7 +319,9 @@ func fitPaceLevel(s []paceSample, minSamples int) (p pace, ok bool) {
 // count the pauses in their true share. Only while the job keeps its
 // rhythm: one that has run longer than its last cycle since its latest
 // pause (two slow intervals early, say, and none since) is paced by its
-// recent window. cycles counts the whole cycles (0: the recent window).
+// recent window. A job that has paused once is paced by onePauseWindow.
+// cycles counts the whole cycles (0: the recent window; 1 for a single
+// pause's stretch).
 func levelWindow(s []paceSample, minSamples int) (from, to, cycles int) {
 	from, to = recentStart(s, minSamples), len(s)
 	var pauses [3]int // latest first
@@ -328,6 +332,9 @@ func levelWindow(s []paceSample, minSamples int) (from, to, cycles int) {
 			n++
 		}
 	}
+	if n == 1 {
+		return onePauseWindow(s, pauses[0])
+	}
 	if n < 2 || (n == 3 && pauses[2] >= from) {
 		return from, to, 0
 	}
@@ -336,6 +343,20 @@ func levelWindow(s []paceSample, minSamples int) (from, to, cycles int) {
 		return from, to, 0
 	}
 	return pauses[n-1] + 1, pauses[0] + 1, n - 1
+}
+
+// onePauseWindow is the level's window of a job that has paused once, at
+// sample p: the longer, in progress, of the stretch that ends with the
+// pause and the one that starts with it. Each holds one pause and as much
+// training as the job has shown beside it, so the longer is the nearer to
+// a whole cycle (at worst a part of one, and the pace reads slow); a
+// window of the last fifth of the run holds the pause whole or not at all
+// and is off by the pause itself.
+func onePauseWindow(s []paceSample, p int) (from, to, cycles int) {
+	if s[p].x1-s[0].x0 >= s[len(s)-1].x1-s[p].x0 {
+		return 0, p + 1, 1
+	}
+	return p, len(s), 1
 }
 
 // trainingSamples is s as the trend should see it. For a job that pauses

@@ -246,6 +246,27 @@ func TestETAAfterTheJobStoppedPausing(t *testing.T) {
 	}
 }
 
+// A job that has paused once, at its first evaluation, and trains on
+// before the next: its recent window holds the pause whole (right after
+// it) or not at all (later), and the ETA was off by the pause itself: the
+// old window put each of these five cuts 57 to 74 % early. Paced over the
+// longer stretch beside its one pause (onePauseWindow), they are 0 to 6 %
+// late.
+func TestETAOfAJobThatHasPausedOnce(t *testing.T) {
+	for _, job := range []struct{ every, total int }{{100, 1000}, {200, 2000}} {
+		_, end := evaluatingJob(job.every, job.total, job.total, 150, math.Inf(1))
+		pauseEnd := float64(job.every)/2 + 155 // 5 s per 10 steps, then the pause
+		for into := 30.0; into < float64(job.every)/2; into += 20 {
+			now := pauseEnd + into
+			h, _ := evaluatingJob(job.every, job.total, job.total, 150, now)
+			f := Fit(h, lossMin, now, DefaultSettings())
+			if want := end - now; !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.11 {
+				t.Errorf("evaluating every %d steps, %.0f s after its first pause: ETA %+v, want %.0f s ± 11 %% (%+.0f %%)", job.every, into, f.ETA, want, 100*(f.ETA.Value-want)/want)
+			}
+		}
+	}
+}
+
 // A job that evaluates every two or three reports (every 27 steps at 10 a
 // report) and pauses far longer than it trains between evaluations: its
 // pace samples are seconds of training or minutes of pause per step, and
