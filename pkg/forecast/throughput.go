@@ -59,6 +59,11 @@ type pace struct {
 	// axis (1/total when the pace runs on the fraction done and the
 	// objective on steps or epochs; 1 otherwise). Set by measurePace.
 	perAxis float64
+	// For a job that pauses (pauseCost): what a pause adds to its
+	// interval (the median over its pauses), its pace while training and
+	// its typical training interval in seconds; all 0 for one that never
+	// paused.
+	pauseSecs, trainLevel, trainDT float64
 }
 
 // paceSamples extracts intervals along axis from points. axis returns the
@@ -140,7 +145,60 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 	if ok && !judged && p.clearTrend(s[0].x0) {
 		p.phi = 1
 	}
+	if ok {
+		p.pauseSecs, p.trainLevel, p.trainDT = pauseCost(s)
+	}
 	return p, ok
+}
+
+// pauseCost is, for a job with at least one pause sample and one without,
+// the median seconds a pause adds to its interval (beyond the training it
+// holds, at the training pace), that pace (the ratio estimator over the
+// samples without a pause) and the median training interval; zeros
+// otherwise.
+func pauseCost(s []paceSample) (pauseSecs, trainLevel, trainDT float64) {
+	pauses := 0
+	var sumDT, sumDX float64
+	for _, q := range s {
+		if q.pause {
+			pauses++
+		} else {
+			sumDT += q.dt
+			sumDX += q.x1 - q.x0
+		}
+	}
+	if pauses == 0 || sumDX <= 0 {
+		return 0, 0, 0 // no allocation for a job that never paused
+	}
+	trainLevel = sumDT / sumDX
+	dts, extra := make([]float64, 0, len(s)-pauses), make([]float64, 0, pauses)
+	for _, q := range s {
+		if q.pause {
+			extra = append(extra, math.Max(0, q.dt-trainLevel*(q.x1-q.x0)))
+		} else {
+			dts = append(dts, q.dt)
+		}
+	}
+	return stats.MedianInPlace(extra), trainLevel, stats.MedianInPlace(dts)
+}
+
+// pausingFor: a job that pauses, silent for more than this many of its
+// training intervals since its latest move, is taken to be in a pause.
+const pausingFor = 2
+
+// left is the time still to run from now to progress xEnd, given secs
+// from the latest move (timeTo) and since seconds gone since it. A level
+// over whole cycles spreads the pauses over the work, so with less than a
+// cycle of work left and the job in a pause it says "done" while the
+// pause still runs: for a job that pauses and is pausing now, the time
+// left is at least what remains of a typical pause plus the rest at its
+// training pace.
+func (p pace) left(secs, xEnd, since float64) float64 {
+	left := secs - since
+	if p.pauseSecs > 0 && since > pausingFor*p.trainDT && xEnd > p.xLast {
+		left = math.Max(left, math.Max(0, p.pauseSecs-since)+p.trainLevel*(xEnd-p.xLast))
+	}
+	return left
 }
 
 // position moves the pace's latest point to where the job is now when

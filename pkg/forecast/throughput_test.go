@@ -267,6 +267,25 @@ func TestETAOfAJobThatHasPausedOnce(t *testing.T) {
 	}
 }
 
+// A job in its last pause before the end, with less than a cycle of
+// work left: a level over whole cycles spreads the pauses over the work
+// (one second a step here, pause included), so 100 steps were 100 s and
+// the time already spent in the pause was taken off them: the old ETA
+// was 56 to 100 % short at these cuts. The rest of a typical pause plus
+// the training left at its own pace (pace.left) is exact here.
+func TestETAInsideTheLastPause(t *testing.T) {
+	_, end := evaluatingJob(300, 1000, 1000, 150, math.Inf(1))
+	const pauseFrom = 750 // step 900: 450 s of training and two 150 s pauses
+	for _, since := range []float64{20, 60, 100, 140} {
+		now := pauseFrom + since
+		h, _ := evaluatingJob(300, 1000, 1000, 150, now)
+		f := Fit(h, lossMin, now, DefaultSettings())
+		if want := end - now; !f.ETA.Known || math.Abs(f.ETA.Value-want)/want > 0.05 {
+			t.Errorf("%.0f s into the pause at step 900: ETA %+v, want %.0f s ± 5 %%", since, f.ETA, want)
+		}
+	}
+}
+
 // A job that evaluates every two or three reports (every 27 steps at 10 a
 // report) and pauses far longer than it trains between evaluations: its
 // pace samples are seconds of training or minutes of pause per step, and
