@@ -314,7 +314,9 @@ func estimateETA(st *fitState) bool {
 		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
 	case st.endBasis == "total" && st.paceOK:
 		secs, rel := pc.timeTo(1)
-		f.ETA = etaEstimate(pc.left(secs, 1, st.now-runningSince(pts, pc.tLast)), rel, z, "total-steps")
+		since := st.now - runningSince(pts, pc.tLast)
+		seen := math.Min(since, st.now-math.Max(pc.tLast, *f.LastReport))
+		f.ETA = etaEstimate(pc.left(secs, 1, since, seen), rel, z, "total-steps")
 	case st.endBasis == "total":
 		f.ETA = Estimate{Why: "too few reports to measure the pace"}
 	case f.TimeToTarget != nil:

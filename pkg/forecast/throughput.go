@@ -59,10 +59,9 @@ type pace struct {
 	// axis (1/total when the pace runs on the fraction done and the
 	// objective on steps or epochs; 1 otherwise). Set by measurePace.
 	perAxis float64
-	// For a job that pauses (pauseCost): what a pause adds to its
-	// interval (the median over its pauses), its pace while training and
-	// its typical training interval in seconds; all 0 for one that never
-	// paused.
+	// pauseCost: for a job that pauses, what a pause adds to its interval
+	// (the median over its pauses) and its pace while training (0 for one
+	// that never paused); its typical interval without a pause, seconds.
 	pauseSecs, trainLevel, trainDT float64
 }
 
@@ -153,52 +152,71 @@ func fitPace(s []paceSample) (p pace, ok bool) {
 
 // pauseCost is, for a job with at least one pause sample and one without,
 // the median seconds a pause adds to its interval (beyond the training it
-// holds, at the training pace), that pace (the ratio estimator over the
-// samples without a pause) and the median training interval; zeros
-// otherwise.
+// holds, at the training pace) and that pace (the ratio estimator over the
+// samples without a pause), zeros otherwise; and, for every job, its
+// median interval without a pause.
 func pauseCost(s []paceSample) (pauseSecs, trainLevel, trainDT float64) {
 	pauses := 0
 	var sumDT, sumDX float64
+	dts := make([]float64, 0, len(s))
 	for _, q := range s {
 		if q.pause {
 			pauses++
 		} else {
 			sumDT += q.dt
 			sumDX += q.x1 - q.x0
-		}
-	}
-	if pauses == 0 || sumDX <= 0 {
-		return 0, 0, 0 // no allocation for a job that never paused
-	}
-	trainLevel = sumDT / sumDX
-	dts, extra := make([]float64, 0, len(s)-pauses), make([]float64, 0, pauses)
-	for _, q := range s {
-		if q.pause {
-			extra = append(extra, math.Max(0, q.dt-trainLevel*(q.x1-q.x0)))
-		} else {
 			dts = append(dts, q.dt)
 		}
 	}
-	return stats.MedianInPlace(extra), trainLevel, stats.MedianInPlace(dts)
+	if len(dts) > 0 {
+		trainDT = stats.MedianInPlace(dts)
+	}
+	if pauses == 0 || sumDX <= 0 {
+		return 0, 0, trainDT
+	}
+	trainLevel = sumDT / sumDX
+	extra := dts[:0] // the intervals' median is taken
+	for _, q := range s {
+		if q.pause {
+			extra = append(extra, math.Max(0, q.dt-trainLevel*(q.x1-q.x0)))
+		}
+	}
+	return stats.MedianInPlace(extra), trainLevel, trainDT
 }
 
-// pausingFor: a job that pauses, silent for more than this many of its
-// training intervals since its latest move, is taken to be in a pause.
+// pausingFor: a job standing still for more than this many of its
+// training intervals since its latest move is taken to be in a pause.
 const pausingFor = 2
 
 // left is the time still to run from now to progress xEnd, given secs
-// from the latest move (timeTo) and since seconds gone since it. A level
-// over whole cycles spreads the pauses over the work, so with less than a
-// cycle of work left and the job in a pause it says "done" while the
-// pause still runs: for a job that pauses and is pausing now, the time
-// left is at least what remains of a typical pause plus the rest at its
-// training pace.
-func (p pace) left(secs, xEnd, since float64) float64 {
+// from the latest move (timeTo), since seconds gone since it and seen
+// seconds since a report last showed the job where that move left it (a
+// heartbeat, an evaluation at the same step; seen <= since).
+//   - A level over whole cycles spreads the pauses over the work, so with
+//     less than a cycle of work left and the job in a pause it says
+//     "done" while the pause still runs: for a job that pauses and is
+//     pausing now, the time left is at least what remains of a typical
+//     pause plus the rest at its training pace.
+//   - A job that has not paused before, standing still for longer than
+//     its intervals take, has its pace from intervals without such a
+//     stall, and the time it has been seen standing still did none of
+//     the work: only the time since it was last seen comes off (in its
+//     first evaluation pause the whole pause came off, and the ETA fell
+//     to 0 s with most of the run ahead). A job whose every interval
+//     holds a pause has it in its pace, and is not standing still for
+//     longer than an interval.
+func (p pace) left(secs, xEnd, since, seen float64) float64 {
 	left := secs - since
-	if p.pauseSecs > 0 && since > pausingFor*p.trainDT && xEnd > p.xLast {
-		left = math.Max(left, math.Max(0, p.pauseSecs-since)+p.trainLevel*(xEnd-p.xLast))
+	if since <= pausingFor*p.trainDT {
+		return left
 	}
-	return left
+	if p.pauseSecs > 0 {
+		if xEnd > p.xLast {
+			left = math.Max(left, math.Max(0, p.pauseSecs-since)+p.trainLevel*(xEnd-p.xLast))
+		}
+		return left
+	}
+	return secs - seen
 }
 
 // position moves the pace's latest point to where the job is now when

@@ -286,6 +286,25 @@ func TestETAInsideTheLastPause(t *testing.T) {
 	}
 }
 
+// A job in its first evaluation pause, reporting as it waits: nothing
+// says yet how long its pauses take, but every report says it has not
+// moved, so the time it stands still does none of the work left. The old
+// ETA took the whole pause off the training still to do (350 s) and fell
+// by a second each second, to 0 s in a longer pause.
+func TestETAWhileTheJobStandsStill(t *testing.T) {
+	const pauseFrom = 150 // step 300: 150 s of training
+	h, _ := evaluatingJob(300, 1000, 1000, 150, pauseFrom)
+	at := Fit(h, lossMin, pauseFrom, DefaultSettings())
+	for _, since := range []float64{15, 30, 45} {
+		now := pauseFrom + since
+		h, _ := evaluatingJob(300, 1000, 1000, 150, now)
+		f := Fit(h, lossMin, now, DefaultSettings())
+		if !f.ETA.Known || math.Abs(f.ETA.Value-at.ETA.Value) > 5 {
+			t.Errorf("%.0f s into the first pause: ETA %+v, want %.0f s (as when it stopped) ± one report interval", since, f.ETA, at.ETA.Value)
+		}
+	}
+}
+
 // A job that evaluates every two or three reports (every 27 steps at 10 a
 // report) and pauses far longer than it trains between evaluations: its
 // pace samples are seconds of training or minutes of pause per step, and
