@@ -277,6 +277,10 @@ func crossingMethod(basis string) string {
 // to the total when there is one, else to the target.
 func estimateETA(st *fitState) bool {
 	f, pts, pc, z := &st.f, st.pts, st.pc, st.z
+	// Time since the latest move, and since a report last showed the job
+	// where that move left it (pace.left).
+	since := st.now - runningSince(pts, pc.tLast)
+	seen := math.Min(since, st.now-math.Max(pc.tLast, *f.LastReport))
 	if st.obj.Target != nil {
 		tt, xc, stretch, note := timeToTarget(st.obj, st.obs, st.best, st.cf, st.curveOK, st.bl, pc, st.paceOK, f.Hung, st.s)
 		st.xc, st.xcStretch = xc, stretch
@@ -290,7 +294,6 @@ func estimateETA(st *fitState) bool {
 			f.Notes = append(f.Notes, note)
 		}
 		if tt.Known && st.targetUnmet() {
-			since := st.now - runningSince(pts, pc.tLast)
 			// A crossing due by now that has not been seen refutes what
 			// it was read from (targetInReach); the job is still seen at
 			// its target only at an evaluation.
@@ -305,7 +308,7 @@ func estimateETA(st *fitState) bool {
 					crossingMethod(tt.Basis), *st.obj.Target))
 				secs = next
 			}
-			tt = etaEstimate(secs-since, rel, z, tt.Basis)
+			tt = etaEstimate(pc.left(secs, st.xc*pc.perAxis, since, seen), rel, z, tt.Basis)
 		}
 		f.TimeToTarget = &tt
 	}
@@ -314,8 +317,6 @@ func estimateETA(st *fitState) bool {
 		f.ETA = Estimate{Why: "job is hung: no progress to extrapolate"}
 	case st.endBasis == "total" && st.paceOK:
 		secs, rel := pc.timeTo(1)
-		since := st.now - runningSince(pts, pc.tLast)
-		seen := math.Min(since, st.now-math.Max(pc.tLast, *f.LastReport))
 		f.ETA = etaEstimate(pc.left(secs, 1, since, seen), rel, z, "total-steps")
 	case st.endBasis == "total":
 		f.ETA = Estimate{Why: "too few reports to measure the pace"}

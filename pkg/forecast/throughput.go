@@ -207,8 +207,8 @@ const pausingFor = 2
 //     longer than an interval.
 func (p pace) left(secs, xEnd, since, seen float64) float64 {
 	left := secs - since
-	if since <= pausingFor*p.trainDT {
-		return left
+	if p.trainDT <= 0 || since <= pausingFor*p.trainDT {
+		return left // no pace, or not standing still
 	}
 	if p.pauseSecs > 0 {
 		if xEnd > p.xLast {

@@ -286,6 +286,26 @@ func TestETAInsideTheLastPause(t *testing.T) {
 	}
 }
 
+// The time to target of the job of TestETAInsideTheLastPause, whose
+// target its loss crosses at step 945 and is seen crossed at step 950's
+// report: inside the pause at step 900, it counts the rest of the pause
+// the same way the ETA does (pace.left). The old subtraction gave 25 s
+// at the first cut here and 0 s at the others, against 155, 115, 75 and
+// 35 s.
+func TestTimeToTargetInsideTheLastPause(t *testing.T) {
+	target := 1 + 3/(1+945.0/2000)
+	obj := progress.Objective{Metric: "loss", Direction: progress.Minimize, Target: &target}
+	const pauseFrom, seenAt = 750, 925 // step 900 reached; step 950 reported
+	for _, since := range []float64{20, 60, 100, 140} {
+		now := pauseFrom + since
+		h, _ := evaluatingJob(300, 1000, 1000, 150, now)
+		f := Fit(h, obj, now, DefaultSettings())
+		if want := seenAt - now; f.TimeToTarget == nil || !f.TimeToTarget.Known || math.Abs(f.TimeToTarget.Value-want) > 5 {
+			t.Errorf("%.0f s into the pause at step 900: time to target %+v, want %.0f s ± 5 s", since, f.TimeToTarget, want)
+		}
+	}
+}
+
 // A job in its first evaluation pause, reporting as it waits: nothing
 // says yet how long its pauses take, but every report says it has not
 // moved, so the time it stands still does none of the work left. The old
