@@ -210,6 +210,7 @@ func (d *decider) facts(e *engine, j *jobState, running bool) preempt.Facts {
 		a := j.admitAt
 		f.AdmittedAt = &a
 	}
+	f.NotRunning = !running
 	return f
 }
 

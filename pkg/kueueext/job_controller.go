@@ -793,6 +793,7 @@ func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st
 			cond.Message = "Workload " + wl.Name
 			st.work.Workload, st.work.ClusterQueue = wl.Name, f.ClusterQueue
 			facts.BasePriority, facts.GPUs, facts.Evictions, facts.ClusterQueue = f.BasePriority, f.GPUs, f.Evictions, f.ClusterQueue
+			facts.NotRunning = !f.Running()
 			if f.Running() && f.AdmittedAt != nil {
 				// Clamped for the policy only: the raw time tells a
 				// readmission apart.

@@ -1102,3 +1102,41 @@ func TestLatestForecasts(t *testing.T) {
 		t.Errorf("ETA %+v: want a known ETA after 10 reports of a run with a total", got.ETA)
 	}
 }
+
+// A healthy job preempted by other work and waiting in the queue is not
+// Hung, however long it waits: the time it cannot run is not silence, so
+// no Hung verdict and no -100 boost put it behind every waiting job of its
+// priority (preempt Facts.NotRunning, set from the Workload).
+func TestReconcileWaitingJobIsNotHung(t *testing.T) {
+	a := trainJob("a", "a-uid", nil)
+	wlA := workloadFor("trainjob-a-00001", a, true)
+	f := newFixture(t, testConfig(), a, wlA, localQueue())
+	hf := exampleHistory(t, "synth__inverse-power")
+	f.replayInto("a", hf.Reports[:len(hf.Reports)*85/100])
+	if v := f.pf("a").Status.Verdict; v != string(preempt.Progressing) {
+		t.Fatalf("setup: verdict %q, want Progressing: %s", v, f.pf("a").Status.Reason)
+	}
+
+	// Preempted: Kueue evicts the Workload and takes its quota back.
+	wl := f.workload(wlA.Name)
+	at := f.clock.Now()
+	wl.Status.Conditions = []metav1.Condition{
+		cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse, "Pending", at),
+		cond(kueue.WorkloadAdmitted, metav1.ConditionFalse, "NoReservation", at),
+		cond(kueue.WorkloadEvicted, metav1.ConditionTrue, kueue.WorkloadEvictedByPreemption, at),
+	}
+	wl.Status.Admission = nil
+	if err := f.c.Status().Update(context.Background(), wl); err != nil {
+		t.Fatal(err)
+	}
+	for wait := 10 * time.Minute; wait <= 3*time.Hour; wait += 10 * time.Minute {
+		f.clock.SetTime(at.Add(wait))
+		f.reconcile("a")
+		if st := f.pf("a").Status; st.Verdict == string(preempt.Hung) || st.Boost < 0 {
+			t.Fatalf("waiting in the queue for %v: verdict %q, boost %d: %s", wait, st.Verdict, st.Boost, st.Reason)
+		}
+	}
+	if b, ok := f.workload(wlA.Name).Annotations[AnnotationPriorityBoost]; ok {
+		t.Errorf("a waiting job got boost %s", b)
+	}
+}

@@ -21,6 +21,12 @@ type Facts struct {
 	// AdmittedAt is when the current admission began; nil when the job is
 	// not admitted (pending, evicted or deactivated).
 	AdmittedAt *float64 `json:"admittedAt,omitempty"`
+	// NotRunning: the job's Workload is known not to be running (waiting
+	// for admission, evicted, deactivated or finished). A job that cannot
+	// run makes no progress and is not silent: it is not judged Hung, and
+	// keeps a Hung verdict it already had (verdict rule 4). False also
+	// when nothing is known (offline runs, no Workload).
+	NotRunning bool `json:"notRunning,omitempty"`
 	// WatchingSince is since when the deciding controller has seen the
 	// cluster without interruption (its start, or when its watches
 	// resumed after it lost contact with the API server); nil when not

@@ -862,6 +862,54 @@ func TestHungCountsSilenceFromReadmission(t *testing.T) {
 	wantContains(t, d.Reason, "no progress for 40m")
 }
 
+// A job that is not running (preempted by someone else and waiting in the
+// queue, say) makes no progress and is not silent: however long since its
+// last report, it is not Hung while it waits, and the yield a Hung verdict
+// brings (-100 once the dwell has passed) does not put it behind all the
+// work of its priority. Once readmitted, its silence counts from the
+// readmission (TestHungCountsSilenceFromReadmission).
+func TestHungNotWhileWaiting(t *testing.T) {
+	p := DefaultPolicy()
+	now := t0 + 20*3600
+	f := with(fcHung(now), func(f *forecast.Forecast) {
+		f.SinceProgress = 3 * 3600 // its last report came before the preemption
+		f.HangAfter = fp(1800)
+	})
+	waiting := running()
+	waiting.AdmittedAt, waiting.NotRunning = nil, true
+	prev := Decision{}
+	for at := now; at <= now+3600; at += 600 { // an hour in the queue, decided every 10 minutes
+		f.Now, f.SinceProgress = at, 3*3600+(at-now)
+		d := Decide(f, waiting, prev, p)
+		if d.Verdict == Hung || d.AdvisedBoost < 0 {
+			t.Fatalf("waiting in the queue %v s after 3h without a report: verdict %s, boost %d (%s)", at-now, d.Verdict, d.AdvisedBoost, d.Reason)
+		}
+		prev = d
+	}
+	// A job judged Hung while it ran keeps the verdict, and its yield,
+	// while it waits (here evicted by that yield): nothing it does while
+	// out can refute it.
+	judged := running()
+	judged.AdmittedAt = nil
+	hung := Decide(f, judged, Decision{}, p)
+	if hung.Verdict != Hung {
+		t.Fatalf("setup: verdict %s (%s)", hung.Verdict, hung.Reason)
+	}
+	hung.Boost, hung.AdvisedBoost = p.Boosts.Hung, p.Boosts.Hung
+	waiting.LastPlannerEvictionAt = fp(f.Now)
+	f.Now += 600
+	if d := Decide(f, waiting, hung, p); d.Verdict != Hung || d.AdvisedBoost != p.Boosts.Hung {
+		t.Errorf("evicted as Hung, waiting 10m: verdict %s, boost %d, want Hung and %d (%s)", d.Verdict, d.AdvisedBoost, p.Boosts.Hung, d.Reason)
+	}
+	// Facts that do not say (an offline run, no Workload): the silence since
+	// the last report counts as before.
+	unknown := running()
+	unknown.AdmittedAt = nil
+	if d := Decide(f, unknown, Decision{}, p); d.Verdict != Hung {
+		t.Errorf("running state unknown, silent 4h, threshold 30m: verdict %s (%s)", d.Verdict, d.Reason)
+	}
+}
+
 // Silence is measured from when the controller last regained sight of the
 // cluster too: a job whose last report came before the controller lost
 // its watches (an API server outage) is not Hung for the time the

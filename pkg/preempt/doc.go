@@ -32,7 +32,9 @@
 //     it has stayed silent past Forecast.HangAfter counted from its latest
 //     (re)admission and from when the controller last regained sight of
 //     the cluster (Facts.WatchingSince) too: queue time and the
-//     controller's own blindness are not silence.
+//     controller's own blindness are not silence. A job that is not
+//     running (Facts.NotRunning) is not newly judged Hung; one already
+//     Hung stays so while it waits.
 //  5. untrustedUnjudged → Untrusted: confidence below the floor (as in
 //     rule 6) and an integrity finding (as in rule 9), now or within
 //     Integrity.DistrustFor: the finding is the more useful verdict.

@@ -205,6 +205,12 @@ func hung(in *ruleInput, w *text) bool {
 	if !f.Hung {
 		return false
 	}
+	if in.facts.NotRunning && in.prev != Hung {
+		// A job that cannot run is not silent. One already judged Hung
+		// keeps the verdict (and the yield it was evicted with) while it
+		// waits: nothing it does while out can refute it.
+		return false
+	}
 	// Time spent evicted and waiting in the queue is not silence, nor is
 	// time the controller itself could not see the cluster: measured from
 	// a (re)admission, or from when the controller last regained sight,
