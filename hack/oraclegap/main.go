@@ -36,6 +36,7 @@ func main() {
 	top := flag.Int("top", 30, "jobs to list")
 	csvOut := flag.String("csv", "", "write one line per job to this file")
 	solo := flag.Int("solo", -1, "run only this job (by id) alone on the cluster and print every planner decision")
+	oracleMin := flag.Float64("oracle-min-improvement", 0, "bound the oracle by the meaningful-improvement rule (as planner simulate's flag)")
 	flag.Parse()
 	sc := &simulator.Scenario{Name: "trace", Trace: &simulator.TraceSource{Path: *trace, Format: *format, Limit: *limit}}
 	if *curves != "" {
@@ -44,6 +45,7 @@ func main() {
 	opt, err := sc.Options(simulator.DefaultOptions())
 	must(err)
 	opt.Deactivate = true
+	opt.OracleMinImprovement = *oracleMin
 	in, err := sc.Resolve()
 	must(err)
 	if *solo >= 0 {
