@@ -53,8 +53,13 @@ import (
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
 //     held while it has been flat for less than its longest step period.
-//  8. curve: the curve's plateau probability is at least PlateauThreshold.
-//  9. stall: the best value gained less than PlateauEpsilon of the gain so
+//  8. unevaluatedSinceRestart: the job restarted (a readmission, a
+//     counter restart or a long silence began its latest history segment)
+//     and has not evaluated its objective since. The windows of the rules
+//     below and of 5 are shares of elapsed time, which then holds time the
+//     job did not run: a wait in the queue would read as a flat stretch.
+//  9. curve: the curve's plateau probability is at least PlateauThreshold.
+//  10. stall: the best value gained less than PlateauEpsilon of the gain so
 //     far over the stall window, and the curve does not expect
 //     PlateauStallMaxRemaining of it still.
 //
@@ -118,6 +123,7 @@ var plateauRules = [...]plateauRule{
 	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability},
 	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability},
 	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability},
+	{"unevaluatedSinceRestart", hold, unevaluatedSinceRestart, heldProbability},
 	{"curve", plateau, curvePlateau, nil},
 	{"stall", plateau, stallPlateau, math.Max},
 }
@@ -453,6 +459,27 @@ func axisAt(p progress.Point, xEnd float64) float64 {
 		return fr * xEnd
 	}
 	return math.NaN()
+}
+
+// unevaluatedSinceRestart: the latest history segment (a readmission the
+// controller reported, a counter restart, a long silence) holds no new
+// objective value yet. Until the job evaluates again nothing it did since
+// shows, and the time-based windows (the recent pace, the stall window)
+// would span the time it was not running.
+func unevaluatedSinceRestart(in *plateauInput) (bool, string) {
+	if in.last.Seg == 0 || len(in.obs) == 0 {
+		return false, ""
+	}
+	pts := pointsUpTo(in.h, in.now)
+	i := len(pts) - 1
+	for i > 0 && pts[i-1].Seg == in.last.Seg {
+		i--
+	}
+	if i < 0 || in.obs[len(in.obs)-1].t >= pts[i].T {
+		return false, ""
+	}
+	return true, fmt.Sprintf("no evaluation since it restarted %s ago: the time it did not run is not a flat stretch",
+		humanize.Duration(in.now-pts[i].T))
 }
 
 func curvePlateau(in *plateauInput) (bool, string) {

@@ -424,3 +424,40 @@ func TestPlateauTargetStopSlowLearningRateDecayHeld(t *testing.T) {
 		t.Errorf("target-stopped job at a constant rate with rounding jitter not plateaued: %q", g.PlateauReason)
 	}
 }
+
+// A job readmitted after a long wait in the queue, not yet evaluated since:
+// the windows of the pace and stall rules are shares of elapsed time, which
+// now holds the wait, and read it as a flat stretch. Until the job
+// evaluates again it is held; once it does, the rules read it as before.
+func TestPlateauNotWhileUnevaluatedSinceRestart(t *testing.T) {
+	loss := func(step float64) float64 { return 3.3 + 7/(1+step/20) + 0.2*(1-step/4000) }
+	report := func(h *progress.History, at, step float64) {
+		h.Observe(at, progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64),
+			"loss", strconv.FormatFloat(loss(step), 'g', 6, 64))})
+	}
+	h := progress.NewHistory(progress.DefaultLimits())
+	for i := 0; i <= 200; i++ {
+		report(h, float64(10*i), float64(10*i))
+	}
+	if f := fitAt(h, lossMin, 2005, DefaultSettings()); f.Plateaued {
+		t.Fatalf("setup: plateaued before the wait: %q", f.PlateauReason)
+	}
+	// Evicted, six times as long in the queue as it had run, readmitted
+	// from its checkpoint at step 2000: the restarted reporter sends the
+	// last logged loss again until the next log.
+	h.Resume()
+	last := strconv.FormatFloat(loss(2000), 'g', 6, 64)
+	for i := 0; i < 4; i++ {
+		h.Observe(14000+float64(10*i), progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(2000+float64(10*i), 'f', -1, 64), "loss", last)})
+	}
+	f := fitAt(h, lossMin, 14035, DefaultSettings())
+	if f.Plateaued || !strings.Contains(f.PlateauReason, "no evaluation since it restarted") {
+		t.Errorf("readmitted, not evaluated since: plateaued=%v (p=%.2f) reason %q", f.Plateaued, f.PlateauProbability, f.PlateauReason)
+	}
+	// Its next log: judged on its values again, with no wait in them.
+	report(h, 14040, 2040)
+	g := fitAt(h, lossMin, 14045, DefaultSettings())
+	if g.Plateaued || strings.Contains(g.PlateauReason, "restarted") {
+		t.Errorf("evaluated again after the restart: plateaued=%v reason %q", g.Plateaued, g.PlateauReason)
+	}
+}
