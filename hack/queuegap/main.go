@@ -11,8 +11,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,12 +72,7 @@ func main() {
 		}
 	}
 	fmt.Printf("\n| dataset | forecasts | plateaued | hung | diverging |\n|---|---|---|---|---|\n")
-	names := make([]string, 0, len(before))
-	for k := range before {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(before)) {
 		b, a := before[k], after[k]
 		fmt.Printf("| %s | %d | %d → %d | %d → %d | %d → %d |\n", k, b.n, b.plateaued, a.plateaued, b.hung, a.hung, b.diverging, a.diverging)
 	}
