@@ -318,6 +318,106 @@ func TestPlannerNearDoneJobProtected(t *testing.T) {
 	t.Logf("Event on TrainJob %s: %s", a.Name, ev.Note)
 }
 
+// A healthy job preempted by higher-priority work waits in the queue
+// without reports (its pods are gone). The planner forecasts a job that is
+// not running only on news (a Workload change, an objective change); here
+// its owner names another objective once it has waited past the hang
+// threshold. The time it waited is not silence: it is not judged Hung, and
+// gets no -100 that would put it behind every waiting job of its priority
+// (preempt Facts.NotRunning; before 2026-12-07 that forecast made it Hung).
+func TestPlannerPreemptedJobNotHung(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := plannerEnv(t)
+	for name, v := range map[string]int32{"low": 100, "high": 150} {
+		if _, err := env.CreateWorkloadPriorityClass(ctx, name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, wlA := runningJob(ctx, t, env, "team-a", "gpus", "job-a", "low")
+	c := startPlanner(ctx, t, env, testConfig())
+	reports := history(t, "synth__inverse-power").Reports
+	if err := <-replayAt(ctx, c, a, reports[:len(reports)/2], 15); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	replayed := time.Now()
+	pf := waitPF(ctx, t, c, a, bound, "a verdict", func(pf *v1alpha1.ProgressForecast) bool { return pf.Status.Verdict != "" })
+	t.Logf("job-a at half-way: %s", pf.Status.Reason)
+
+	// At once (well within the hang threshold), job-b preempts job-a,
+	// which then waits: no more reports.
+	b, err := env.CreateTrainJob(ctx, "team-a", "job-b", "gpus", 8, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wlB, err := env.WaitForWorkload(ctx, b, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadEvicted(wlA) }); err != nil {
+		t.Fatalf("job-a was not preempted: %v; conditions %+v", err, wlA.Status.Conditions)
+	}
+	preempted := time.Now()
+	if _, err := env.WaitFor(ctx, wlB, bound, func() bool { return framework.WorkloadAdmitted(wlB) }); err != nil {
+		t.Fatalf("job-b not admitted: %v; conditions %+v", err, wlB.Status.Conditions)
+	}
+	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return !framework.WorkloadAdmitted(wlA) }); err != nil {
+		t.Fatalf("job-a still admitted: %v; conditions %+v", err, wlA.Status.Conditions)
+	}
+	t.Logf("job-a preempted %v after its last report", preempted.Sub(replayed).Round(time.Millisecond))
+
+	verdicts := map[string]int{}
+	check := func(until time.Duration) {
+		t.Helper()
+		for time.Since(preempted) < until {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(a), pf); err != nil {
+				t.Fatal(err)
+			}
+			verdicts[pf.Status.Verdict]++
+			if pf.Status.Verdict == string(preempt.Hung) || pf.Status.Boost < 0 {
+				t.Fatalf("job-a waiting in the queue for %v: verdict %s, boost %d: %s", time.Since(preempted).Round(time.Second),
+					pf.Status.Verdict, pf.Status.Boost, pf.Status.Reason)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wlA), wlA); err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := boostValue(wlA); ok && n < 0 {
+				t.Fatalf("job-a's Workload got boost %d while waiting", n)
+			}
+			if framework.WorkloadAdmitted(wlA) {
+				t.Fatalf("job-a readmitted while job-b holds the GPUs: %+v", wlA.Status.Conditions)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	// Past the hang threshold (2 × the replay's 0.5 s report interval +
+	// 45 s) in the queue, then news that makes the planner forecast it.
+	check(60 * time.Second)
+	if _, err := framework.Poll(ctx, bound, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+			return false, err
+		}
+		metav1.SetMetaDataAnnotation(&a.ObjectMeta, kueueext.AnnotationObjective, "loss,minimize")
+		err := env.Client.Update(ctx, a)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("naming job-a's objective: %v", err)
+	}
+	pf = waitPF(ctx, t, c, a, bound, "the new objective", func(pf *v1alpha1.ProgressForecast) bool {
+		return strings.HasPrefix(pf.Status.Objective, "loss")
+	})
+	t.Logf("job-a forecast while waiting, %v after its preemption: %s", time.Since(preempted).Round(time.Second), pf.Status.Reason)
+	check(time.Since(preempted) + 10*time.Second)
+	t.Logf("job-a waited %v in the queue, verdicts seen %v, latest: %s", time.Since(preempted).Round(time.Second), verdicts, pf.Status.Reason)
+}
+
 // boostEventSig summarises the planner's boost-change Events on an object
 // (names and series counts), to compare before and after a restart.
 func boostEventSig(ctx context.Context, t *testing.T, c client.Client, ns, kind, name string) string {
