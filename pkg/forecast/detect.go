@@ -92,11 +92,7 @@ func longestRecoveredGap(h *progress.History, pts []progress.Point, act []float6
 	if i >= len(pts) {
 		return gap
 	}
-	seg := pts[len(pts)-1].Seg
-	for i < len(pts) && pts[i].Seg != seg {
-		i++
-	}
-	from := pts[i].T
+	from := pts[max(i, segmentStart(pts))].T
 	for k := 1; k < len(act); k++ {
 		if act[k-1] >= from {
 			gap = math.Max(gap, act[k]-act[k-1])
@@ -228,12 +224,7 @@ func lastCounterMove(pts []progress.Point, axis axisKind) int {
 			return i
 		}
 	}
-	for i := n - 1; i >= 0; i-- {
-		if i == 0 || pts[i-1].Seg != seg {
-			return i
-		}
-	}
-	return -1
+	return segmentStart(pts)
 }
 
 // jumpRatio is the largest ratio, within the latest segment, of one

@@ -471,10 +471,7 @@ func unevaluatedSinceRestart(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	pts := pointsUpTo(in.h, in.now)
-	i := len(pts) - 1
-	for i > 0 && pts[i-1].Seg == in.last.Seg {
-		i--
-	}
+	i := segmentStart(pts)
 	if i < 0 || in.obs[len(in.obs)-1].t >= pts[i].T {
 		return false, ""
 	}

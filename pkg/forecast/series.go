@@ -145,3 +145,13 @@ func pointsUpTo(h *progress.History, now float64) []progress.Point {
 	n := sort.Search(len(pts), func(i int) bool { return pts[i].T > now })
 	return pts[:n:n]
 }
+
+// segmentStart is the index of the first point of the latest segment of
+// pts (restart segments, progress.Point.Seg); -1 when pts is empty.
+func segmentStart(pts []progress.Point) int {
+	i := len(pts) - 1
+	for i > 0 && pts[i-1].Seg == pts[i].Seg {
+		i--
+	}
+	return i
+}
