@@ -845,10 +845,7 @@ func TestNearDoneLiftsYieldWithoutDwell(t *testing.T) {
 func TestHungCountsSilenceFromReadmission(t *testing.T) {
 	p := DefaultPolicy()
 	now := t0 + 20*3600
-	f := with(fcHung(now), func(f *forecast.Forecast) {
-		f.SinceProgress = 10 * 3600 // the last report came before the eviction
-		f.HangAfter = fp(1800)
-	})
+	f := fcHungSilent(now, 10*3600, 1800) // the last report came before the eviction
 	facts := running()
 	facts.AdmittedAt = fp(now - 1200) // readmitted 20 minutes ago, no report since
 	if d := Decide(f, facts, Decision{}, p); d.Verdict == Hung {
@@ -871,10 +868,7 @@ func TestHungCountsSilenceFromReadmission(t *testing.T) {
 func TestHungNotWhileWaiting(t *testing.T) {
 	p := DefaultPolicy()
 	now := t0 + 20*3600
-	f := with(fcHung(now), func(f *forecast.Forecast) {
-		f.SinceProgress = 3 * 3600 // its last report came before the preemption
-		f.HangAfter = fp(1800)
-	})
+	f := fcHungSilent(now, 3*3600, 1800) // its last report came before the preemption
 	waiting := running()
 	waiting.AdmittedAt, waiting.NotRunning = nil, true
 	prev := Decision{}
@@ -919,10 +913,7 @@ func TestHungNotWhileWaiting(t *testing.T) {
 func TestHungCountsSilenceFromWatchingSince(t *testing.T) {
 	p := DefaultPolicy()
 	now := t0 + 20*3600
-	f := with(fcHung(now), func(f *forecast.Forecast) {
-		f.SinceProgress = 3600
-		f.HangAfter = fp(1800)
-	})
+	f := fcHungSilent(now, 3600, 1800)
 	facts := running()
 	for _, c := range []struct {
 		since float64

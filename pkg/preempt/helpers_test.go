@@ -71,6 +71,12 @@ func fcHung(now float64) forecast.Forecast {
 	return f
 }
 
+// fcHungSilent: hung, its last progress silent seconds before now,
+// against a hang threshold of threshold seconds.
+func fcHungSilent(now, silent, threshold float64) forecast.Forecast {
+	return with(fcHung(now), func(f *forecast.Forecast) { f.SinceProgress, f.HangAfter = silent, fp(threshold) })
+}
+
 // fcDiverging: loss rising.
 func fcDiverging(now float64) forecast.Forecast {
 	f := fcProgressing(now)
