@@ -163,6 +163,29 @@ func runningJob(ctx context.Context, t *testing.T, env *framework.Env, ns, queue
 	return tj, wl
 }
 
+// preemptedBy creates the 8-GPU TrainJob name at priority class "high" in
+// queue and waits until Kueue has evicted victim for it and admitted it.
+// It returns the new job's Workload and when the eviction was seen.
+func preemptedBy(ctx context.Context, t *testing.T, env *framework.Env, ns, queue, name string, victim *kueue.Workload) (*kueue.Workload, time.Time) {
+	t.Helper()
+	tj, err := env.CreateTrainJob(ctx, ns, name, queue, 8, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := env.WaitForWorkload(ctx, tj, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.WaitFor(ctx, victim, bound, func() bool { return framework.WorkloadEvicted(victim) }); err != nil {
+		t.Fatalf("Workload %s was not preempted by %s: %v; conditions %+v", victim.Name, name, err, victim.Status.Conditions)
+	}
+	evicted := time.Now()
+	if _, err := env.WaitFor(ctx, wl, bound, func() bool { return framework.WorkloadAdmitted(wl) }); err != nil {
+		t.Fatalf("%s not admitted after the preemption: %v; conditions %+v", name, err, wl.Status.Conditions)
+	}
+	return wl, evicted
+}
+
 // completeTrainJob marks tj Complete the way the Trainer controller does
 // (status condition Complete=True); Kueue then finishes its Workload.
 func completeTrainJob(ctx context.Context, t *testing.T, env *framework.Env, tj *kftrainer.TrainJob) {
@@ -203,20 +226,7 @@ func TestPlannerNearDoneJobProtected(t *testing.T) {
 	// Without the planner: the higher-priority job preempts at once.
 	a0, wlA0 := runningJob(ctx, t, env, "control", "gpus-control", "job-a0", "low")
 	start := time.Now()
-	b0, err := env.CreateTrainJob(ctx, "control", "job-b0", "gpus-control", 8, "high")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wlB0, err := env.WaitForWorkload(ctx, b0, bound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.WaitFor(ctx, wlA0, bound, func() bool { return framework.WorkloadEvicted(wlA0) }); err != nil {
-		t.Fatalf("without the planner, job-a0 was not preempted: %v; conditions %+v", err, wlA0.Status.Conditions)
-	}
-	if _, err := env.WaitFor(ctx, wlB0, bound, func() bool { return framework.WorkloadAdmitted(wlB0) }); err != nil {
-		t.Fatalf("without the planner, job-b0 not admitted: %v", err)
-	}
+	wlB0, _ := preemptedBy(ctx, t, env, "control", "gpus-control", "job-b0", wlA0)
 	if _, err := env.WaitFor(ctx, a0, bound, func() bool { return framework.TrainJobSuspended(a0) }); err != nil {
 		t.Fatalf("job-a0 not suspended: %v", err)
 	}
@@ -346,21 +356,7 @@ func TestPlannerPreemptedJobNotHung(t *testing.T) {
 
 	// At once (well within the hang threshold), job-b preempts job-a,
 	// which then waits: no more reports.
-	b, err := env.CreateTrainJob(ctx, "team-a", "job-b", "gpus", 8, "high")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wlB, err := env.WaitForWorkload(ctx, b, bound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return framework.WorkloadEvicted(wlA) }); err != nil {
-		t.Fatalf("job-a was not preempted: %v; conditions %+v", err, wlA.Status.Conditions)
-	}
-	preempted := time.Now()
-	if _, err := env.WaitFor(ctx, wlB, bound, func() bool { return framework.WorkloadAdmitted(wlB) }); err != nil {
-		t.Fatalf("job-b not admitted: %v; conditions %+v", err, wlB.Status.Conditions)
-	}
+	_, preempted := preemptedBy(ctx, t, env, "team-a", "gpus", "job-b", wlA)
 	if _, err := env.WaitFor(ctx, wlA, bound, func() bool { return !framework.WorkloadAdmitted(wlA) }); err != nil {
 		t.Fatalf("job-a still admitted: %v; conditions %+v", err, wlA.Status.Conditions)
 	}
