@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -50,7 +49,7 @@ func main() {
 	fail(err)
 	before, after := map[string]*calls{}, map[string]*calls{}
 	for _, p := range files {
-		hf, err := readFile(p)
+		hf, err := progress.ReadHistoryPath(p)
 		fail(err)
 		obj, ok := hf.Header.ObjectiveSpec()
 		if !ok || hf.Header.Outcome == nil {
@@ -113,38 +112,14 @@ func replay(hf *progress.HistoryFile, obj progress.Objective, frac, wait, span f
 	return c
 }
 
-// originals are the history files under the paths, incidents left out.
+// originals are the history files under the paths (progress.HistoryPaths),
+// incidents left out.
 func originals(paths []string) ([]string, error) {
-	var out []string
-	for _, root := range paths {
-		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			if !info.IsDir() && strings.HasSuffix(p, ".jsonl") && !strings.HasPrefix(filepath.Base(p), "incident-") {
-				out = append(out, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func readFile(p string) (*progress.HistoryFile, error) {
-	f, err := os.Open(p)
+	files, err := progress.HistoryPaths(paths)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	hf, err := progress.ReadHistoryFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return hf, nil
+	return slices.DeleteFunc(files, func(p string) bool { return strings.HasPrefix(filepath.Base(p), "incident-") }), nil
 }
 
 func fail(err error) {
