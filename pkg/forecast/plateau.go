@@ -52,7 +52,8 @@ import (
 //     reached, whose own history shows
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
-//     held while it has been flat for less than its longest step period.
+//     held while it has been flat for less than the run from its start
+//     to its last jump.
 //  8. unevaluatedSinceRestart: the job restarted (a readmission, a
 //     counter restart or a long silence began its latest history segment)
 //     and has not evaluated its objective since. The windows of the rules
@@ -130,7 +131,8 @@ var plateauRules = [...]plateauRule{
 
 // heldProbability: below the threshold, so no new plateau is called, but
 // not to zero, so a policy's exit hysteresis still holds a job already
-// judged plateaued against one noisy window.
+// judged plateaued against one noisy window (the policy enters only on
+// Forecast.Plateaued, so no policy threshold turns a hold into a call).
 func heldProbability(p, threshold float64) float64 { return math.Min(p, 0.99*threshold) }
 
 // judgePlateau applies plateauRules in order and returns the rule that
@@ -396,10 +398,15 @@ func shortFlatBeforeAnneal(in *plateauInput) (bool, string) {
 	return true, fmt.Sprintf("%s and a fixed total: flat for less than %.0f%% of its planned run, annealing may still come", lr, 100*in.s.PlateauAnnealShare)
 }
 
-// stepScheduleAhead: see the rule list. The step period is the longest
-// axis distance from the start (the run's, with a fixed total) to the
-// first jump or between jumps; the job is held while less than that has
-// passed since its last jump.
+// stepScheduleAhead: see the rule list. The hold after the last jump is
+// as long as the run from the start (the run's, with a fixed total) to
+// that jump. A step schedule's stages are no longer than the run before
+// them (30/60/90, 50/75/100 %, 80/120/160), so for a real schedule this is
+// its longest stage or past its end, as the longest gap between jumps is;
+// but one spurious jump inside a stage (a noisy evaluation that gains
+// StepJumpShare early in a run) splits that stage and shortens its longest
+// gap, and would release the job before its real step. Measured from the
+// start, a jump found can only lengthen the hold.
 func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if !(in.fixed || in.targetStop) || in.s.StepJumpShare <= 0 {
 		return false, ""
@@ -419,11 +426,8 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if in.fixed {
 		start = math.Min(start, 0)
 	}
-	period, prev := 0.0, start
-	for _, i := range jumps {
-		period = math.Max(period, in.obs[i].x-prev)
-		prev = in.obs[i].x
-	}
+	prev := in.obs[jumps[len(jumps)-1]].x
+	period := prev - start
 	now, span, of := xLast, xLast-start, "its run so far"
 	if in.fixed {
 		now, span, of = math.Max(xLast, axisAt(in.last, in.xEnd)), in.xEnd-start, "the planned run"
@@ -431,7 +435,7 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if now-prev >= period {
 		return false, ""
 	}
-	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), %.0f%% of %s apart; flat for %.0f%% of it since the last",
+	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), the last %.0f%% of %s from its start; flat for %.0f%% of it since",
 		len(jumps), 100*period/span, of, 100*(now-prev)/span)
 }
 

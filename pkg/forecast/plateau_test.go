@@ -272,6 +272,35 @@ func TestPlateauStepScheduleAhead(t *testing.T) {
 	}
 }
 
+// A jump that is not the schedule's (a level shift at step 400, early in
+// the first stage) splits the first stage in two: measured as the longest
+// gap between jumps, the period was 600 steps and the job, flat since its
+// real step at 1,000, was called plateaued at 1,800, before a second step
+// at 2,000 could come. Measured from the start to the last jump, a jump
+// found only lengthens the hold: held until 2,000, plateaued after.
+func TestPlateauStepScheduleSpuriousJump(t *testing.T) {
+	h := scheduled(300, func(step float64) map[string]float64 {
+		if step == 0 || math.Mod(step, 10) != 0 {
+			return nil
+		}
+		l := 3 + 2*math.Exp(-step/150) + 0.002*math.Sin(step)
+		if step >= 400 {
+			l -= 0.4 // not a learning-rate step, but as large as one
+		}
+		if step >= 1000 {
+			l -= 0.8 // the learning-rate step
+		}
+		return map[string]float64{"loss": l}
+	})
+	s := DefaultSettings()
+	if f := fitAt(h, lossMin, 1800, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "step schedule: its history shows 2 jump(s)") {
+		t.Errorf("at step 1800, flat for less than the run before its last jump: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(h, lossMin, 2200, s); !f.Plateaued {
+		t.Errorf("at step 2200, flat for longer than the run before its last jump: not plateaued: %q", f.PlateauReason)
+	}
+}
+
 // A job that stops at its target (no total), approaching it slowly, with
 // its last two evaluations just below its best: the stall rule alone
 // calls that a plateau. Its own forecast reaches the target sooner than it
