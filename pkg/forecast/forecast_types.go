@@ -66,7 +66,7 @@ type Forecast struct {
 	// (pkg/forecast/plateau.go), whether it called a plateau or held one
 	// back. PlateauProbability is the curve's probability, raised to
 	// Settings.PlateauThreshold by the stall rule and to 1 by overfitting,
-	// and 0 when a schedule rule holds the call back.
+	// and kept under the threshold when a hold rule holds the call back.
 	PlateauReason string `json:"plateauReason,omitempty"`
 
 	Diverging        bool   `json:"diverging"`

@@ -74,6 +74,7 @@ func TestVerdicts(t *testing.T) {
 		{name: "plateau exits below 0.6", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.PlateauProbability = 0.5999 }), prev: Plateaued, want: Progressing},
 		{name: "plateau exits above 0.05", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.RelativeRemaining = fp(0.0501) }), prev: Plateaued, want: Progressing},
 		{name: "exit band does not let a progressing job in", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.PlateauProbability = 0.7 }), prev: Progressing, want: Progressing},
+		{name: "the curve dipping keeps a judged job", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.PlateauProbability, f.Plateaued = 0.7, false }), prev: Plateaued, want: Plateaued},
 		{name: "plateau with integrity finding still yields", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.Integrity.JumpRatio = fp(50) }),
 			want: Plateaued, ev: []string{"integrity: progress jumped at 50×"}},
 
@@ -923,5 +924,26 @@ func TestHungCountsSilenceFromWatchingSince(t *testing.T) {
 		if d := Decide(f, facts, Decision{}, p); (d.Verdict == Hung) != c.hung {
 			t.Errorf("watching for %v, silent 1h, threshold 30m: verdict %s (%s)", now-c.since, d.Verdict, d.Reason)
 		}
+	}
+}
+
+// A policy whose enter threshold is below the forecaster's own still
+// enters Plateaued only on the forecast's call: the forecast's holds (a
+// learning rate still falling, a meaningful gain ahead, an anneal or a
+// step to come) keep its probability just under its own threshold, 0.79,
+// and read from the probability alone such a policy called every held job.
+func TestPlateauedOnlyOnTheForecastsCall(t *testing.T) {
+	p := DefaultPolicy()
+	p.Plateau.EnterProbability = 0.7
+	held := with(fcPlateau(t0), func(f *forecast.Forecast) {
+		f.PlateauProbability, f.Plateaued = 0.79, false
+		f.PlateauReason = "still 2.3% of its value to gain at its recent pace carried to the planned end"
+	})
+	if d := Decide(held, running(), Decision{}, p); d.Verdict != Progressing {
+		t.Errorf("held by the forecast, policy enters at 0.7: verdict %s (%s), want Progressing", d.Verdict, d.Reason)
+	}
+	called := with(held, func(f *forecast.Forecast) { f.Plateaued = true })
+	if d := Decide(called, running(), Decision{}, p); d.Verdict != Plateaued {
+		t.Errorf("called by the forecast at 0.79, policy enters at 0.7: verdict %s (%s), want Plateaued", d.Verdict, d.Reason)
 	}
 }

@@ -48,8 +48,9 @@
 //     NearDone.EnterMaxETA, and no integrity finding now or within
 //     Integrity.DistrustFor. A NearDone job stays while progress >=
 //     ExitProgress and the upper bound <= ExitMaxETA.
-//  8. plateaued → Plateaued: PlateauProbability >= Plateau.EnterProbability
-//     and RelativeRemaining <= Plateau.EnterRelativeRemaining; a Plateaued job
+//  8. plateaued → Plateaued: the forecast calls a plateau (Plateaued, after
+//     its holds), PlateauProbability >= Plateau.EnterProbability and
+//     RelativeRemaining <= Plateau.EnterRelativeRemaining; a Plateaued job
 //     stays while >= ExitProbability and <= ExitRelativeRemaining.
 //  9. untrusted → Untrusted: an integrity finding (progress without step
 //     movement, a jump far beyond the job's step rate, reported progress

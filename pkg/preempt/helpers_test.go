@@ -46,7 +46,7 @@ func fcPlateau(now float64) forecast.Forecast {
 	f.ETA = forecast.Estimate{Known: true, Value: 7800, Lo: 6600, Hi: 9600, Basis: "total-steps"}
 	f.RemainingImprovement = fp(0.0031)
 	f.RelativeRemaining = fp(0.004)
-	f.PlateauProbability = 0.93
+	f.PlateauProbability, f.Plateaued = 0.93, true
 	f.PlateauOnset = fp(now - 3*3600)
 	return f
 }

@@ -279,16 +279,24 @@ func nearDone(in *ruleInput, w *text) bool {
 	return true
 }
 
-// plateaued: PlateauProbability >= enter (0.8) and RelativeRemaining <=
-// enter (0.02); a Plateaued job stays while >= exit (0.6) and <= exit
-// (0.05).
+// plateaued: the forecast calls a plateau, PlateauProbability >= enter
+// (0.8) and RelativeRemaining <= enter (0.02); a Plateaued job stays while
+// >= exit (0.6) and <= exit (0.05).
+//
+// A job enters only on the forecast's own call, which carries its trust
+// holds (plateau rules 3-8: a learning rate still moving, a meaningful
+// gain ahead, an anneal or a step to come ...); they keep its probability
+// just under the forecaster's threshold. Read from the probability alone,
+// a policy whose enter threshold is lower than the forecaster's would call
+// every job they hold.
 func plateaued(in *ruleInput, w *text) bool {
 	f, pl := in.f, in.p.Plateau
 	minP, maxR, band := pl.EnterProbability, pl.EnterRelativeRemaining, " (enters at "
+	called := f.Plateaued
 	if in.prev == Plateaued {
-		minP, maxR, band = pl.ExitProbability, pl.ExitRelativeRemaining, " (exits below "
+		minP, maxR, band, called = pl.ExitProbability, pl.ExitRelativeRemaining, " (exits below ", true
 	}
-	if !(f.PlateauProbability >= minP) || f.RelativeRemaining == nil || !(*f.RelativeRemaining <= maxR) {
+	if !called || !(f.PlateauProbability >= minP) || f.RelativeRemaining == nil || !(*f.RelativeRemaining <= maxR) {
 		return false
 	}
 	w.str("plateau probability ")
