@@ -844,7 +844,9 @@ func (r *JobReconciler) workloadFacts(ctx context.Context, job client.Object, st
 
 // minImprovement reads the job's planner.progress.io/min-improvement
 // annotation into st; an invalid value is a Warning Event (once per
-// distinct value) and the config's value applies.
+// distinct value) and the config's value applies, and a value below the
+// config's floor (other than 0) is raised to the floor, with a Warning
+// Event too.
 func (r *JobReconciler) minImprovement(job client.Object, st *jobState) {
 	st.minImprovement = nil
 	v, ok := job.GetAnnotations()[AnnotationMinImprovement]
@@ -854,6 +856,11 @@ func (r *JobReconciler) minImprovement(job client.Object, st *jobState) {
 	}
 	m, err := ParseMinImprovement(v)
 	if err == nil {
+		if floor := r.cfg.Forecast.AnnotationFloor(); m > 0 && m < floor {
+			err = fmt.Errorf("annotation %s=%q is below the cluster's floor %g (forecast.minImprovementFloor); the floor applies",
+				AnnotationMinImprovement, truncateString(v, 32), floor)
+			m = floor
+		}
 		st.minImprovement = &m
 	}
 	if msg := errString(err); msg != st.minImprovementErr {

@@ -1140,3 +1140,38 @@ func TestReconcileWaitingJobIsNotHung(t *testing.T) {
 		t.Errorf("a waiting job got boost %s", b)
 	}
 }
+
+// The min-improvement annotation is tenant-written: a value below the
+// cluster's floor would hold a job whose best creeps by a rounding error
+// out of Plateaued, so it is raised to the floor with one Warning Event per
+// distinct value. 0 (the rule off) and values at or above the floor apply
+// as written.
+func TestMinImprovementAnnotationFloor(t *testing.T) {
+	cfg := testConfig()
+	cfg.Forecast.MinImprovementFloor = 0.005
+	r := &JobReconciler{cfg: cfg, recorder: &eventLog{}}
+	log := r.recorder.(*eventLog)
+	st := &jobState{} // one job, its annotation edited between reconciles
+	for _, tc := range []struct {
+		value  string
+		want   float64
+		events int
+	}{
+		{"0.0001", 0.005, 1},
+		{"0.0001", 0.005, 1}, // the same value again: no second Event
+		{"0", 0, 1},
+		{"0.5%", 0.005, 1},
+		{"0.02", 0.02, 1},
+		{"0.001%", 0.005, 2},
+	} {
+		r.minImprovement(trainJob("a", "a-uid", map[string]string{AnnotationMinImprovement: tc.value}), st)
+		if st.minImprovement == nil || *st.minImprovement != tc.want {
+			t.Errorf("%q: min improvement %v, want %v", tc.value, st.minImprovement, tc.want)
+		}
+		if ev := log.byReason(ReasonInvalidAnnotation); len(ev) != tc.events {
+			t.Errorf("%q: %d InvalidAnnotation events, want %d: %+v", tc.value, len(ev), tc.events, ev)
+		} else if ev[len(ev)-1].typ != corev1.EventTypeWarning || !strings.Contains(ev[len(ev)-1].note, "floor 0.005 (forecast.minImprovementFloor)") {
+			t.Errorf("%q: event %+v", tc.value, ev[len(ev)-1])
+		}
+	}
+}

@@ -34,6 +34,12 @@ const (
 // empty and the POD_NAMESPACE environment variable is not set.
 const DefaultLeaderElectionNamespace = "progress-planner-system"
 
+// DefaultMinImprovementFloor is the smallest value of the meaningful
+// improvement that the leave-one-dataset-out grid scored (docs/backtest.md
+// 7.2, where every split chose it): below it nothing on the corpus shows
+// what the rule does.
+const DefaultMinImprovementFloor = 0.005
+
 // MaxMinImprovement bounds the meaningful improvement a config or a job
 // may ask for: beyond half the metric's value no job would ever plateau.
 const MaxMinImprovement = 0.5
@@ -119,6 +125,23 @@ type ForecastConfig struct {
 	// from being called Plateaued (docs/policy.md, "Plateau rules"). A job
 	// may set its own with the annotation planner.progress.io/min-improvement.
 	MinImprovement float64 `json:"minImprovement"`
+	// MinImprovementFloor is the smallest meaningful improvement a job's
+	// annotation may set (other than 0, which turns the rule off and so
+	// only lets the job be called sooner): the annotation is tenant-written,
+	// and a tiny value would hold a job whose best creeps by a rounding
+	// error out of Plateaued for good. A lower value is raised to the floor.
+	MinImprovementFloor float64 `json:"minImprovementFloor"`
+}
+
+// AnnotationFloor is the least a job's min-improvement annotation may set:
+// MinImprovementFloor, or the cluster's own MinImprovement where that is
+// lower (and not 0), since what the cluster asks of every job is
+// acceptable for one. A config that predates the floor keeps working.
+func (fc ForecastConfig) AnnotationFloor() float64 {
+	if fc.MinImprovement > 0 && fc.MinImprovement < fc.MinImprovementFloor {
+		return fc.MinImprovement
+	}
+	return fc.MinImprovementFloor
 }
 
 // WorkloadConfig configures how Workloads are read and acted on.
@@ -165,6 +188,7 @@ func DefaultConfig() Config {
 			MinInterval:             preempt.Dur(30 * time.Second),
 			UrgentMinInterval:       preempt.Dur(5 * time.Second),
 			MinImprovement:          forecast.DefaultSettings().MinImprovement,
+			MinImprovementFloor:     DefaultMinImprovementFloor,
 			IdleInterval:            preempt.Dur(2 * time.Minute),
 			CheckpointInterval:      preempt.Dur(10 * time.Minute),
 			MaxConcurrentReconciles: 256,
@@ -304,6 +328,9 @@ func (c Config) Validate() error {
 	}
 	if !(fc.MinImprovement >= 0 && fc.MinImprovement <= MaxMinImprovement) {
 		add("forecast.minImprovement", "%g must be in [0, %g]", fc.MinImprovement, MaxMinImprovement)
+	}
+	if !(fc.MinImprovementFloor >= 0 && fc.MinImprovementFloor <= MaxMinImprovement) {
+		add("forecast.minImprovementFloor", "%g must be in [0, %g]", fc.MinImprovementFloor, MaxMinImprovement)
 	}
 	w := c.Workloads
 	if w.GPUResource == "" {

@@ -87,6 +87,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad pprof address", head + "pprof: {bindAddress: nowhere}\n", []string{"pprof.bindAddress"}, true},
 		{"min improvement above range", head + "forecast: {minImprovement: 0.9}\n", []string{"forecast.minImprovement", "[0, 0.5]"}, true},
 		{"negative min improvement", head + "forecast: {minImprovement: -0.01}\n", []string{"forecast.minImprovement"}, true},
+		{"min improvement floor above range", head + "forecast: {minImprovementFloor: 0.6}\n", []string{"forecast.minImprovementFloor", "[0, 0.5]"}, true},
 		{"bad gpu resource", head + "workloads: {gpuResource: 'nvidia com/gpu'}\n", []string{"workloads.gpuResource"}, true},
 		{"policy rule", head + "policy: {boosts: {plateaued: 50}}\n", []string{"boosts.plateaued", "must not be positive"}, true},
 		{"not yaml", "{", []string{"yaml"}, false},
@@ -168,5 +169,24 @@ func TestLeaderElectionNamespace(t *testing.T) {
 	c.LeaderElection.Namespace = "explicit"
 	if got := c.LeaderElectionNamespace(); got != "explicit" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// The annotation's floor is the configured one, or the cluster's own
+// meaningful improvement where that is lower (a config from before the
+// floor keeps its meaning and still loads); 0, the rule off, lowers
+// nothing.
+func TestAnnotationFloor(t *testing.T) {
+	for _, tc := range []struct{ def, floor, want float64 }{
+		{0.01, 0.005, 0.005}, {0.003, 0.005, 0.003}, {0, 0.005, 0.005}, {0.01, 0, 0},
+	} {
+		c := DefaultConfig()
+		c.Forecast.MinImprovement, c.Forecast.MinImprovementFloor = tc.def, tc.floor
+		if err := c.Validate(); err != nil {
+			t.Errorf("minImprovement %g, floor %g: %v", tc.def, tc.floor, err)
+		}
+		if got := c.Forecast.AnnotationFloor(); got != tc.want {
+			t.Errorf("minImprovement %g, floor %g: annotation floor %g, want %g", tc.def, tc.floor, got, tc.want)
+		}
 	}
 }
