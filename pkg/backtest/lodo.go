@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -28,26 +29,42 @@ type Knob struct {
 }
 
 // Knob groups: each is chosen by the measures it moves. The plateau knobs
-// move plateau calls and nothing else; the interval knob moves interval
-// coverage and nothing else, so the two are chosen separately.
+// move plateau calls and nothing else, the interval knobs interval
+// coverage, the hang knobs Hung calls and the divergence knobs Diverging
+// calls, so each group is chosen separately.
 //
 // Each knob lists its values from the most cautious to the least (a
-// smaller meaningful gain holds every job a larger one holds, and a longer
-// anneal hold holds it longer: both call fewer plateaus; a larger
-// inflation and anneal allowance widen the intervals, and so does a larger
-// horizon power wherever the forecast reaches past the hindcast's span), and
-// a tie keeps the first in grid order: where the other datasets cannot
-// tell two settings apart, nothing they show earns the riskier one, and a
-// wrong verdict costs a healthy job its GPUs.
+// smaller meaningful gain holds every job a larger one holds, a longer
+// anneal hold holds it longer, a smaller step share finds every jump a
+// larger one finds, and a higher threshold needs a surer curve: each calls
+// fewer plateaus; a larger inflation and anneal allowance widen the
+// intervals, and so does a larger horizon power wherever the forecast
+// reaches past the hindcast's span), and a tie keeps the first in grid
+// order: where the other datasets cannot tell two settings apart, nothing
+// they show earns the riskier one, and a wrong verdict costs a healthy job
+// its GPUs.
 var (
 	PlateauKnobs = []Knob{
 		{"MinImprovement", []float64{0.005, 0.01, 0.02}, func(s *forecast.Settings, v float64) { s.MinImprovement = v }},
 		{"PlateauAnnealShare", []float64{0.25, 0.2, 0.15, 0.1}, func(s *forecast.Settings, v float64) { s.PlateauAnnealShare = v }},
+		{"StepJumpShare", []float64{0.1, 0.2, 0.3}, func(s *forecast.Settings, v float64) { s.StepJumpShare = v }},
+		{"PlateauThreshold", []float64{0.9, 0.8, 0.7}, func(s *forecast.Settings, v float64) { s.PlateauThreshold = v }},
 	}
 	IntervalKnobs = []Knob{
 		{"IntervalInflation", []float64{3, 2, 1.5}, func(s *forecast.Settings, v float64) { s.IntervalInflation = v }},
 		{"IntervalAnnealShare", []float64{0.5, 0.25, 0}, func(s *forecast.Settings, v float64) { s.IntervalAnnealShare = v }},
 		{"IntervalHorizonPower", []float64{2, 1.5, 1}, func(s *forecast.Settings, v float64) { s.IntervalHorizonPower = v }},
+	}
+	// The hang knobs move Hung calls and nothing else, the divergence
+	// knobs Diverging calls; a larger multiple, slack, noise or share
+	// calls fewer, so each lists its largest value first.
+	HangKnobs = []Knob{
+		{"HangMultiple", []float64{3, 2, 1.5}, func(s *forecast.Settings, v float64) { s.HangMultiple = v }},
+		{"HangSlack", []float64{90, 45, 20}, func(s *forecast.Settings, v float64) { s.HangSlack = v }},
+	}
+	DivergeKnobs = []Knob{
+		{"DivergeNoise", []float64{8, 6, 4}, func(s *forecast.Settings, v float64) { s.DivergeNoise = v }},
+		{"DivergeShare", []float64{0.3, 0.2, 0.1}, func(s *forecast.Settings, v float64) { s.DivergeShare = v }},
 	}
 )
 
@@ -86,10 +103,24 @@ type LODOFigures struct {
 	// and how many were detected in time.
 	PlateauExtension    int `json:"plateauExtension"`
 	PlateauExtensionHit int `json:"plateauExtensionDetected"`
+	// FalseHungRate and FalseDivergingRate are the shares of the clean
+	// runs' cutoff forecasts called Hung or Diverging (nil without one).
+	FalseHungRate      *float64 `json:"falseHungRate,omitempty"`
+	FalseDivergingRate *float64 `json:"falseDivergingRate,omitempty"`
+	// Hang counts this dataset's hang incidents, how many were flagged on
+	// time and how many were flagged before the hang began.
+	Hang       int `json:"hang"`
+	HangOnTime int `json:"hangOnTime"`
+	HangEarly  int `json:"hangEarlyAlarms"`
+	// Divergence counts this dataset's divergence incidents, how many were
+	// flagged and how many of those before the first NaN.
+	Divergence          int `json:"divergence"`
+	DivergenceDetected  int `json:"divergenceDetected"`
+	DivergenceBeforeNaN int `json:"divergenceBeforeNaN"`
 }
 
-// LeaveOneDatasetOut runs the backtest once per grid point (the plateau
-// knobs' grid, then the interval knobs') and assembles the report.
+// LeaveOneDatasetOut runs the backtest once per grid point of each knob
+// group (plateau, interval, hang, divergence) and assembles the report.
 func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	opt.PerJob = false
 	runWith := func(s forecast.Settings) *Report {
@@ -100,26 +131,30 @@ func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	def := runWith(forecast.DefaultSettings())
 	plateauRuns := gridRuns(PlateauKnobs, runWith)
 	intervalRuns := gridRuns(IntervalKnobs, runWith)
+	hangRuns := gridRuns(HangKnobs, runWith)
+	divergeRuns := gridRuns(DivergeKnobs, runWith)
 
 	out := &LODOReport{SchemaVersion: SchemaVersion}
-	for _, k := range append(slices.Clone(PlateauKnobs), IntervalKnobs...) {
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs) {
 		out.Knobs = append(out.Knobs, KnobGrid{Name: k.Name, Values: k.Values})
 	}
 	for _, ds := range datasetsOf(def) {
 		d := LODODataset{Dataset: ds, Chosen: map[string]float64{}, InSample: figuresOf(def, ds)}
 		pl := choose(plateauRuns, ds, plateauLoss)
 		iv := choose(intervalRuns, ds, coverageLoss)
-		for k, v := range pl.values {
-			d.Chosen[k] = v
-		}
-		for k, v := range iv.values {
-			d.Chosen[k] = v
+		hg := choose(hangRuns, ds, hangLoss)
+		dv := choose(divergeRuns, ds, divergeLoss)
+		for _, g := range []gridRun{pl, iv, hg, dv} {
+			maps.Copy(d.Chosen, g.values)
 		}
 		// Each knob group moves only its own measures, so each figure comes
 		// from the run of the group that moves it.
-		pf, cf := figuresOf(pl.r, ds), figuresOf(iv.r, ds)
+		pf, cf, hf, df := figuresOf(pl.r, ds), figuresOf(iv.r, ds), figuresOf(hg.r, ds), figuresOf(dv.r, ds)
 		d.LeaveOut = LODOFigures{PlateauFalsePositiveRate: pf.PlateauFalsePositiveRate, PrematureShare: pf.PrematureShare,
-			PlateauExtension: pf.PlateauExtension, PlateauExtensionHit: pf.PlateauExtensionHit, Coverage: cf.Coverage}
+			PlateauExtension: pf.PlateauExtension, PlateauExtensionHit: pf.PlateauExtensionHit, Coverage: cf.Coverage,
+			FalseHungRate: hf.FalseHungRate, Hang: hf.Hang, HangOnTime: hf.HangOnTime, HangEarly: hf.HangEarly,
+			FalseDivergingRate: df.FalseDivergingRate, Divergence: df.Divergence, DivergenceDetected: df.DivergenceDetected,
+			DivergenceBeforeNaN: df.DivergenceBeforeNaN}
 		out.Datasets = append(out.Datasets, d)
 	}
 	return out
@@ -213,6 +248,37 @@ func coverageLoss(r *Report, ds string) float64 {
 	return sum / float64(n)
 }
 
+// alarmWeight: a false alarm on 1 % of a dataset's clean forecasts (the
+// issue's bound) weighs as much as every one of its incidents missed. A
+// Hung or Diverging call on a healthy job costs it its GPUs at once, while
+// the incidents have no allowance at all, so neither side may buy the
+// other cheaply.
+const alarmWeight = 100
+
+// hangLoss: the false Hung rate (weighted) plus the shares of this
+// dataset's hang incidents not flagged on time and flagged early.
+func hangLoss(r *Report, ds string) float64 {
+	f := figuresOf(r, ds)
+	l := alarmWeight * deref(f.FalseHungRate)
+	if f.Hang > 0 {
+		l += float64(f.Hang-f.HangOnTime+f.HangEarly) / float64(f.Hang)
+	}
+	return l
+}
+
+// divergeLoss: the false Diverging rate (weighted) plus the share of this
+// dataset's divergence incidents missed, plus how far the share flagged
+// before the first NaN falls short of the issue's 80 %.
+func divergeLoss(r *Report, ds string) float64 {
+	f := figuresOf(r, ds)
+	l := alarmWeight * deref(f.FalseDivergingRate)
+	if f.Divergence > 0 {
+		n := float64(f.Divergence)
+		l += float64(f.Divergence-f.DivergenceDetected)/n + math.Max(0, 0.8-float64(f.DivergenceBeforeNaN)/n)
+	}
+	return l
+}
+
 // datasetsOf lists the original runs' datasets, sorted.
 func datasetsOf(r *Report) []string {
 	var out []string
@@ -255,7 +321,29 @@ func figuresOf(r *Report, ds string) LODOFigures {
 			}
 		}
 	}
+	for _, g := range r.CleanAlarms {
+		if g.Dataset == ds && g.Forecasts > 0 {
+			f.FalseHungRate = fptr(float64(g.Hung) / float64(g.Forecasts))
+			f.FalseDivergingRate = fptr(float64(g.Diverging) / float64(g.Forecasts))
+		}
+	}
+	// The incident summaries' own counting, on this dataset's rows.
+	h := hangSummary(rowsOf(r.Incidents.Hang.Rows, ds))
+	f.Hang, f.HangOnTime, f.HangEarly = h.N, h.OnTime, h.EarlyAlarms
+	d := divergenceSummary(rowsOf(r.Incidents.Divergence.Rows, ds))
+	f.Divergence, f.DivergenceDetected, f.DivergenceBeforeNaN = d.N, d.Detected, d.BeforeNaN
 	return f
+}
+
+// rowsOf keeps one dataset's incident rows.
+func rowsOf(rows []IncidentResult, ds string) []IncidentResult {
+	var out []IncidentResult
+	for _, x := range rows {
+		if x.Dataset == ds {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func deref(p *float64) float64 {
@@ -296,7 +384,7 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 	for _, c := range cutoffs {
 		head = append(head, "coverage "+cutLabel(c))
 	}
-	head = append(head, "plateau-extension detected")
+	head = append(head, "plateau-extension detected", "false Hung", "hangs on time (early)", "false Diverging", "divergences flagged (before NaN)")
 	t.header(head...)
 	for _, d := range l.Datasets {
 		var ks []string
@@ -319,7 +407,9 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 			for _, c := range row.f.Coverage {
 				cells = append(cells, pct(c))
 			}
-			cells = append(cells, fmt.Sprintf("%d/%d", row.f.PlateauExtensionHit, row.f.PlateauExtension))
+			cells = append(cells, fmt.Sprintf("%d/%d", row.f.PlateauExtensionHit, row.f.PlateauExtension),
+				pct(row.f.FalseHungRate), fmt.Sprintf("%d/%d (%d)", row.f.HangOnTime, row.f.Hang, row.f.HangEarly),
+				pct(row.f.FalseDivergingRate), fmt.Sprintf("%d/%d (%d)", row.f.DivergenceDetected, row.f.Divergence, row.f.DivergenceBeforeNaN))
 			t.row(cells...)
 		}
 	}

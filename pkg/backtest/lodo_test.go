@@ -1,6 +1,10 @@
 package backtest
 
-import "testing"
+import (
+	"math"
+	"slices"
+	"testing"
+)
 
 // plateauReport is a report whose only figures are plateau false-positive
 // rates per dataset.
@@ -71,8 +75,9 @@ func TestChooseTieKeepsTheCautiousFirst(t *testing.T) {
 // hold), the interval knobs the one that gives the widest interval.
 func TestKnobsListTheCautiousValueFirst(t *testing.T) {
 	descending := map[string]bool{"PlateauAnnealShare": true, "IntervalInflation": true,
-		"IntervalAnnealShare": true, "IntervalHorizonPower": true, "MinImprovement": false}
-	for _, k := range append(append([]Knob{}, PlateauKnobs...), IntervalKnobs...) {
+		"IntervalAnnealShare": true, "IntervalHorizonPower": true, "MinImprovement": false,
+		"StepJumpShare": false, "PlateauThreshold": true, "HangMultiple": true, "HangSlack": true, "DivergeNoise": true, "DivergeShare": true}
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs) {
 		desc, ok := descending[k.Name]
 		if !ok {
 			t.Errorf("knob %s: no caution order stated", k.Name)
@@ -84,5 +89,54 @@ func TestKnobsListTheCautiousValueFirst(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// The alarm figures read one dataset's clean forecasts and incidents, and
+// a false alarm on 1 % of its clean forecasts weighs as much as missing
+// every incident: a setting that buys an on-time hang with false Hung
+// calls on healthy jobs is not chosen.
+func TestAlarmFiguresAndLosses(t *testing.T) {
+	yes, no := true, false
+	r := &Report{Cutoffs: []float64{0.5}}
+	r.CleanAlarms = []AlarmGroup{{Dataset: "a", Forecasts: 200, Hung: 2, Diverging: 1}, {Dataset: "b", Forecasts: 10, Hung: 5}}
+	late := 500.0
+	r.Incidents.Hang.Rows = []IncidentResult{
+		{Dataset: "a", Detected: true, DelaySeconds: &late, OnTime: &yes},
+		{Dataset: "a", Detected: true, DelaySeconds: &late, OnTime: &no, EarlyAlarmSeconds: &late},
+		{Dataset: "b", Detected: true, DelaySeconds: &late, OnTime: &yes},
+	}
+	r.Incidents.Divergence.Rows = []IncidentResult{
+		{Dataset: "a", Detected: true, DelaySeconds: &late, BeforeNaN: &no},
+		{Dataset: "a"},
+	}
+	f := figuresOf(r, "a")
+	if *f.FalseHungRate != 0.01 || *f.FalseDivergingRate != 0.005 || f.Hang != 2 || f.HangOnTime != 1 || f.HangEarly != 1 ||
+		f.Divergence != 2 || f.DivergenceDetected != 1 || f.DivergenceBeforeNaN != 0 {
+		t.Errorf("alarm figures of a: %+v", f)
+	}
+	// 100 × 1 % + (2 − 1 on time + 1 early) / 2
+	if l := hangLoss(r, "a"); math.Abs(l-2) > 1e-9 {
+		t.Errorf("hang loss of a = %v, want 2", l)
+	}
+	// 100 × 0.5 % + 1 missed of 2 + (80 % − 0 before the NaN)
+	if l := divergeLoss(r, "a"); math.Abs(l-(0.5+0.5+0.8)) > 1e-9 {
+		t.Errorf("divergence loss of a = %v, want 1.8", l)
+	}
+	// b has no divergence incident and no Diverging call.
+	if l := divergeLoss(r, "b"); l != 0 {
+		t.Errorf("divergence loss of b = %v, want 0", l)
+	}
+	// One setting flags a's late hang on time at the price of 1 % false
+	// Hung calls on b; the other misses it and calls nothing on b.
+	quiet := &Report{Cutoffs: []float64{0.5}, Plateau: []PlateauGroup{{Dataset: "a"}, {Dataset: "b"}, {Dataset: "c"}}}
+	quiet.CleanAlarms = []AlarmGroup{{Dataset: "b", Forecasts: 100}}
+	quiet.Incidents.Hang.Rows = []IncidentResult{{Dataset: "a", Detected: true, DelaySeconds: &late, OnTime: &no}}
+	eager := &Report{Cutoffs: []float64{0.5}, Plateau: quiet.Plateau}
+	eager.CleanAlarms = []AlarmGroup{{Dataset: "b", Forecasts: 100, Hung: 2}}
+	eager.Incidents.Hang.Rows = []IncidentResult{{Dataset: "a", Detected: true, DelaySeconds: &late, OnTime: &yes}}
+	runs := []gridRun{{values: map[string]float64{"k": 1}, r: quiet}, {values: map[string]float64{"k": 2}, r: eager}}
+	if got := choose(runs, "c", hangLoss).values["k"]; got != 1 {
+		t.Errorf("chose k=%v, want 1: 2 %% false Hung calls outweigh one hang on time", got)
 	}
 }
