@@ -140,7 +140,8 @@ type ForecastSummary struct {
 	// +optional
 	// +listType=atomic
 	Integrity []string `json:"integrity,omitempty"`
-	// notes explain unknowns and the divergence or hang call.
+	// notes explain unknowns, the divergence or hang call, and the plateau
+	// rule that decided (a call, or a hold and why).
 	// +optional
 	// +listType=atomic
 	Notes []string `json:"notes,omitempty"`

@@ -87,6 +87,12 @@ func Summarize(f forecast.Forecast) *v1alpha1.ForecastSummary {
 	if f.HangReason != "" {
 		s.Notes = append(s.Notes, "hung: "+f.HangReason)
 	}
+	// The plateau rule that decided, a call or a hold: without it a
+	// reader of the ProgressForecast (planner explain) sees a probability
+	// of 79 % and not why the job is not Plateaued.
+	if f.PlateauReason != "" {
+		s.Notes = append(s.Notes, "plateau: "+f.PlateauReason)
+	}
 	if !f.ETA.Known && f.ETA.Why != "" {
 		s.Notes = append(s.Notes, "ETA unknown: "+f.ETA.Why)
 	}

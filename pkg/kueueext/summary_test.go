@@ -49,6 +49,7 @@ func TestSummarize(t *testing.T) {
 		PlateauProbability: 0.934, RelativeRemaining: ptr.To(0.004), Confidence: 0.81,
 		Integrity: forecast.Integrity{Issues: []string{"progress jumped"}},
 		Hung:      true, HangReason: "no progress for 600s",
+		PlateauReason: "learning rate still falling (0.0002→0.0001, peak 0.0003) before the planned end",
 	}
 	s := Summarize(f)
 	if s.Progress != "45%" || s.Step != "4520/10000" || s.ETA != "2h10m" || s.ETARange != "1h50m–2h40m" ||
@@ -57,7 +58,8 @@ func TestSummarize(t *testing.T) {
 		s.Reports != 120 || !s.Hung || !slices.Equal(s.Integrity, []string{"progress jumped"}) || !s.Time.Time.Equal(t0) {
 		t.Errorf("summary %+v", s)
 	}
-	if len(s.Notes) == 0 || s.Notes[0] != "hung: no progress for 600s" {
+	if len(s.Notes) < 2 || s.Notes[0] != "hung: no progress for 600s" ||
+		s.Notes[1] != "plateau: learning rate still falling (0.0002→0.0001, peak 0.0003) before the planned end" {
 		t.Errorf("notes %v", s.Notes)
 	}
 	empty := Summarize(forecast.Forecast{Now: unixSeconds(t0), ETA: forecast.Estimate{Why: "no reports"}})
