@@ -301,6 +301,9 @@ func (t *forecastTable) detectors() {
 	if f.PlateauReason != "" {
 		pl += ": " + f.PlateauReason
 	}
+	if f.PlateauRelease {
+		pl += " (releases a Plateaued verdict)"
+	}
 	t.line("Plateau", "%s", pl)
 	if f.Diverging {
 		s := "yes: " + f.DivergenceReason

@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/progress-planner/planner/pkg/forecast"
 	"github.com/progress-planner/planner/pkg/offline"
 	"github.com/progress-planner/planner/pkg/progress"
 )
@@ -949,4 +950,19 @@ func keyPaths(v any, prefix string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The Plateau line says when the rule that decided also releases a job
+// already judged Plateaued (its learning rate started to move), so a
+// reader of `planner forecast` sees why a policy let the job go.
+func TestForecastPlateauLineRelease(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		var b bytes.Buffer
+		f := forecast.Forecast{PlateauProbability: 0.79, PlateauRelease: release,
+			PlateauReason: "learning rate still falling (0.001→0.00075, peak 0.001) before the planned end: annealing ahead"}
+		(&forecastTable{w: &b, f: &f}).detectors()
+		if got := strings.Contains(b.String(), "(releases a Plateaued verdict)"); got != release {
+			t.Errorf("release=%v: %q", release, b.String())
+		}
+	}
 }

@@ -461,6 +461,7 @@ func detectPlateau(st *fitState) bool {
 			f.PlateauProbability = rule.probability(f.PlateauProbability, st.s.PlateauThreshold)
 		}
 		f.Plateaued = rule.call == plateau
+		f.PlateauRelease = rule.releases != nil && rule.releases(&st.pin)
 		if rule.name == "overfitting" {
 			// The objective got worse: nothing of the curve's remaining
 			// gain is expected.

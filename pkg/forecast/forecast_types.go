@@ -68,6 +68,13 @@ type Forecast struct {
 	// Settings.PlateauThreshold by the stall rule and to 1 by overfitting,
 	// and kept under the threshold when a hold rule holds the call back.
 	PlateauReason string `json:"plateauReason,omitempty"`
+	// PlateauRelease says the rule that decided reports a change in the
+	// run under way (its learning rate moving after standing at its
+	// peak: a cool-down or a first step begun), not a doubt about a flat
+	// stretch: the stretch an earlier plateau call was made on has ended,
+	// and a policy ends a Plateaued verdict on it rather than keep it by
+	// hysteresis.
+	PlateauRelease bool `json:"plateauRelease,omitempty"`
 
 	Diverging        bool   `json:"diverging"`
 	DivergenceReason string `json:"divergenceReason,omitempty"`

@@ -26,7 +26,14 @@ import (
 //     reached, whose reported learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
 //     step schedules flatten mid-run and improve again); one whose rate is
-//     still rising is warming up, with its whole decay ahead.
+//     still rising is warming up, with its whole decay ahead. Unlike the
+//     other holds this one can also release a job already judged
+//     plateaued (Forecast.PlateauRelease): a rate that stood at its peak
+//     over the stretch before the stall window and moves within it (a
+//     warm-up-stable-decay cool-down, a learning-rate step begun) ends the
+//     flat stretch a call was made on, while the other holds only doubt a
+//     call not yet made. A rate that was moving all along releases
+//     nothing: a call made under it (overfitting) keeps its hysteresis.
 //  4. targetInReach: a job that stops at its target (no fixed total) and,
 //     by the fast end of its own time-to-target forecast's interval, may
 //     reach it sooner than it has run so far will likely end on its own:
@@ -114,25 +121,30 @@ type plateauRule struct {
 	// probability, when set, is the plateau probability the rule implies
 	// from the curve's (p) and the threshold.
 	probability func(p, threshold float64) float64
+	// releases, when set, says whether a hold also releases a job already
+	// judged plateaued (Forecast.PlateauRelease): the run changed since
+	// the flat stretch a call was made on, not merely a doubt about it.
+	releases func(in *plateauInput) bool
 }
 
 var plateauRules = [...]plateauRule{
-	{"tooFewObservations", noCall, tooFewObservations, nil},
-	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }},
-	{"learningRateMoving", hold, learningRateMoving, heldProbability},
-	{"targetInReach", hold, targetInReach, heldProbability},
-	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability},
-	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability},
-	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability},
-	{"unevaluatedSinceRestart", hold, unevaluatedSinceRestart, heldProbability},
-	{"curve", plateau, curvePlateau, nil},
-	{"stall", plateau, stallPlateau, math.Max},
+	{"tooFewObservations", noCall, tooFewObservations, nil, nil},
+	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }, nil},
+	{"learningRateMoving", hold, learningRateMoving, heldProbability, learningRateStarted},
+	{"targetInReach", hold, targetInReach, heldProbability, nil},
+	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability, nil},
+	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability, nil},
+	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability, nil},
+	{"unevaluatedSinceRestart", hold, unevaluatedSinceRestart, heldProbability, nil},
+	{"curve", plateau, curvePlateau, nil, nil},
+	{"stall", plateau, stallPlateau, math.Max, nil},
 }
 
 // heldProbability: below the threshold, so no new plateau is called, but
 // not to zero, so a policy's exit hysteresis still holds a job already
 // judged plateaued against one noisy window (the policy enters only on
-// Forecast.Plateaued, so no policy threshold turns a hold into a call).
+// Forecast.Plateaued, so no policy threshold turns a hold into a call, and
+// leaves on Forecast.PlateauRelease whatever the probability).
 func heldProbability(p, threshold float64) float64 { return math.Min(p, 0.99*threshold) }
 
 // judgePlateau applies plateauRules in order and returns the rule that
@@ -243,10 +255,7 @@ func learningRateMoving(in *plateauInput) (bool, string) {
 	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
 	}
-	fall := learningRateMove
-	if !in.fixed {
-		fall = learningRateFallTargetStop
-	}
+	fall := learningRateFall(in)
 	switch {
 	case latest < (1-fall)*atStart:
 		return true, fmt.Sprintf("learning rate still falling (%.3g→%.3g, peak %.3g) before the planned end: annealing ahead", atStart, latest, peak)
@@ -254,6 +263,45 @@ func learningRateMoving(in *plateauInput) (bool, string) {
 		return true, fmt.Sprintf("learning rate still warming up (%.3g→%.3g) before the planned end: its decay is all ahead", atStart, latest)
 	}
 	return false, ""
+}
+
+// learningRateFall is the fall over the stall window that counts as a
+// moving rate: learningRateMove, or for a job that stops at its target
+// without a fixed total any fall past a logged rate's rounding.
+func learningRateFall(in *plateauInput) float64 {
+	if !in.fixed {
+		return learningRateFallTargetStop
+	}
+	return learningRateMove
+}
+
+// learningRateStill: a rate stood still when it moved by no more than this
+// share of learningRateFall. Well under the bound, so that a steady decay
+// that moves about the bound in every window (a linear decay over a long
+// budget) is not read as one that stood still and then started.
+const learningRateStill = 0.25
+
+// learningRateStarted: the rate learningRateMoving saw move over the stall
+// window stood still at its peak (moved no more than learningRateStill of
+// learningRateFall) over a stretch as long just before it: the schedule's
+// decay started after the flat stretch (a warm-up-stable-decay cool-down,
+// a cosine leaving its peak, a first step), so the stretch a plateau call
+// was made on has ended. A rate already below its peak may only be logged
+// too coarsely to show a steady decay in every window (1.9e-05, 1.8e-05),
+// and a history that does not reach back that far shows no standing rate.
+func learningRateStarted(in *plateauInput) bool {
+	w0 := stallWindowStart(in.obs, in.sb, in.now, in.s)
+	t1 := w0 - (in.now - w0)
+	if v := metricValues(in.h, "learning_rate", in.now); len(v) == 0 || v[0].t > t1 {
+		return false
+	}
+	peak, before, _ := learningRateSince(in, t1)
+	_, atWindow, _ := learningRateSince(in, w0)
+	still := learningRateStill * learningRateFall(in)
+	if !(before > 0) || before < (1-still)*peak {
+		return false
+	}
+	return math.Abs(atWindow-before) <= still*before
 }
 
 // learningRateSince reads the reported learning_rate up to now: its peak,

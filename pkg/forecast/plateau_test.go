@@ -236,6 +236,62 @@ func TestPlateauLearningRateNotYetAnnealed(t *testing.T) {
 	}
 }
 
+// A warm-up-stable-decay run flat for most of its stable phase is called
+// plateaued there (rule 6 holds it only for a quarter of the run); once
+// its cool-down begins, the learning rate moving holds the call back and
+// releases it (PlateauRelease), so a policy does not keep the job
+// Plateaued through the stretch that makes its last gain. Only a rate
+// that stood at its peak and then moves releases: one moving all along does
+// not, nor does a hold that doubts a call not yet made.
+func TestPlateauCoolDownReleases(t *testing.T) {
+	const n = 400 // 4,000 steps, 10 s per 10 steps; decay from step 3,200
+	h := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{
+			"loss":          2 + 3*math.Exp(-math.Min(step, 1200)/700) - 0.06*math.Max(0, step-3200)/800 + 0.001*math.Sin(step),
+			"learning_rate": 1e-3 * math.Min(1, (4000-step)/800),
+		}
+	})
+	s := DefaultSettings()
+	if f := fitAt(h, lossMin, 2400, s); !f.Plateaued || f.PlateauRelease {
+		t.Errorf("stable phase, flat for 30%% of the budget: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	}
+	f := fitAt(h, lossMin, 3400, s)
+	if f.Plateaued || !f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("cool-down begun: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	}
+	// A rate that was falling all along holds the same flat stretch but
+	// releases nothing: the call it holds back was never made under a
+	// standing rate, and one made under it (overfitting) keeps its
+	// hysteresis.
+	linear := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) + 0.001*math.Sin(step), "learning_rate": 1e-3 * (1 - step/4000)}
+	})
+	if f := fitAt(linear, lossMin, 3400, s); f.Plateaued || f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("linear decay: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	}
+	// A rate that left its peak long ago (a first step at 1,000) and then
+	// stood still releases nothing when it moves again: a rate logged too
+	// coarsely to show a steady decay in every window looks the same.
+	second := scheduled(n, func(step float64) map[string]float64 {
+		lr := 1e-3 * math.Min(1, (4000-step)/800)
+		if step >= 1000 {
+			lr = math.Min(lr, 5e-4)
+		}
+		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) + 0.001*math.Sin(step), "learning_rate": lr}
+	})
+	if f := fitAt(second, lossMin, 3700, s); f.Plateaued || f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("a later move below the peak: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	}
+	// The same run without a learning rate: the anneal hold may keep the
+	// call back, but it releases nothing.
+	bare := scheduled(n, func(step float64) map[string]float64 {
+		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) - 0.06*math.Max(0, step-3200)/800 + 0.001*math.Sin(step)}
+	})
+	if f := fitAt(bare, lossMin, 3400, s); f.PlateauRelease {
+		t.Errorf("no learning rate reported: release=%v (%q)", f.PlateauRelease, f.PlateauReason)
+	}
+}
+
 // A step schedule (a loss that drops in one evaluation at a third of the
 // run, flat before and after) holds the plateau call for as long as the
 // job's own step period; past it, a flat job is plateaued. With a fixed

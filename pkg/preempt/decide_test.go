@@ -75,6 +75,13 @@ func TestVerdicts(t *testing.T) {
 		{name: "plateau exits above 0.05", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.RelativeRemaining = fp(0.0501) }), prev: Plateaued, want: Progressing},
 		{name: "exit band does not let a progressing job in", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.PlateauProbability = 0.7 }), prev: Progressing, want: Progressing},
 		{name: "the curve dipping keeps a judged job", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.PlateauProbability, f.Plateaued = 0.7, false }), prev: Plateaued, want: Plateaued},
+		{name: "a hold that doubts keeps a judged job", f: with(fcPlateau(t0), func(f *forecast.Forecast) {
+			f.PlateauProbability, f.Plateaued, f.PlateauReason = 0.79, false, "step schedule: its history shows 2 jump(s)"
+		}), prev: Plateaued, want: Plateaued},
+		{name: "a schedule that moves releases a judged job", f: with(fcPlateau(t0), func(f *forecast.Forecast) {
+			f.PlateauProbability, f.Plateaued, f.PlateauRelease = 0.79, false, true
+			f.PlateauReason = "learning rate still falling (0.001→0.00075, peak 0.001) before the planned end: annealing ahead"
+		}), prev: Plateaued, want: Progressing, ev: []string{"released from Plateaued: learning rate still falling"}},
 		{name: "plateau with integrity finding still yields", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.Integrity.JumpRatio = fp(50) }),
 			want: Plateaued, ev: []string{"integrity: progress jumped at 50×"}},
 

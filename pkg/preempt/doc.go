@@ -51,7 +51,9 @@
 //  8. plateaued → Plateaued: the forecast calls a plateau (Plateaued, after
 //     its holds), PlateauProbability >= Plateau.EnterProbability and
 //     RelativeRemaining <= Plateau.EnterRelativeRemaining; a Plateaued job
-//     stays while >= ExitProbability and <= ExitRelativeRemaining.
+//     stays while >= ExitProbability and <= ExitRelativeRemaining, unless
+//     the forecast releases it (PlateauRelease: its learning rate started
+//     to move).
 //  9. untrusted → Untrusted: an integrity finding (progress without step
 //     movement, a jump far beyond the job's step rate, reported progress
 //     ahead of the counter, a reported ETA far below what the step history

@@ -108,10 +108,11 @@ type EvidencePolicy struct {
 }
 
 // PlateauPolicy holds the enter/exit thresholds of the Plateaued verdict.
-// A job enters Plateaued when PlateauProbability >= EnterProbability and
+// A job enters Plateaued when its forecast calls a plateau (Plateaued, after
+// the forecaster's holds), PlateauProbability >= EnterProbability and
 // RelativeRemaining <= EnterRelativeRemaining; it stays Plateaued while
 // PlateauProbability >= ExitProbability and RelativeRemaining <=
-// ExitRelativeRemaining.
+// ExitRelativeRemaining, unless the forecast releases it (PlateauRelease).
 type PlateauPolicy struct {
 	EnterProbability       float64 `json:"enterProbability"`
 	ExitProbability        float64 `json:"exitProbability"`
