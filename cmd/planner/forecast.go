@@ -301,8 +301,8 @@ func (t *forecastTable) detectors() {
 	if f.PlateauReason != "" {
 		pl += ": " + f.PlateauReason
 	}
-	if f.PlateauRelease {
-		pl += " (releases a Plateaued verdict)"
+	if f.PlateauRelease != "" {
+		pl += "; releases a Plateaued verdict: " + f.PlateauRelease
 	}
 	t.line("Plateau", "%s", pl)
 	if f.Diverging {

@@ -956,13 +956,13 @@ func keyPaths(v any, prefix string) []string {
 // already judged Plateaued (its learning rate started to move), so a
 // reader of `planner forecast` sees why a policy let the job go.
 func TestForecastPlateauLineRelease(t *testing.T) {
-	for _, release := range []bool{false, true} {
+	for _, release := range []string{"", "a step-schedule jump at t=2600s gained 40% of all the gain before it, within the stall window"} {
 		var b bytes.Buffer
 		f := forecast.Forecast{PlateauProbability: 0.79, PlateauRelease: release,
-			PlateauReason: "learning rate still falling (0.001→0.00075, peak 0.001) before the planned end: annealing ahead"}
+			PlateauReason: "step schedule: its history shows 1 jump(s), the last 65% of the planned run from its start; flat for 2% of it since"}
 		(&forecastTable{w: &b, f: &f}).detectors()
-		if got := strings.Contains(b.String(), "(releases a Plateaued verdict)"); got != release {
-			t.Errorf("release=%v: %q", release, b.String())
+		if got := strings.Contains(b.String(), "; releases a Plateaued verdict: a step-schedule jump at t=2600s"); got != (release != "") {
+			t.Errorf("release=%q: %q", release, b.String())
 		}
 	}
 }

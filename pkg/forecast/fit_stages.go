@@ -455,18 +455,23 @@ func predictFinalFromCurve(st *fitState, targetStop bool) {
 // onset of a called plateau.
 func detectPlateau(st *fitState) bool {
 	f := &st.f
-	if rule, why := judgePlateau(&st.pin); rule != nil {
+	rule, why := judgePlateau(&st.pin)
+	if rule != nil {
 		f.PlateauReason = why
 		if rule.probability != nil {
 			f.PlateauProbability = rule.probability(f.PlateauProbability, st.s.PlateauThreshold)
 		}
 		f.Plateaued = rule.call == plateau
-		f.PlateauRelease = rule.releases != nil && rule.releases(&st.pin)
 		if rule.name == "overfitting" {
 			// The objective got worse: nothing of the curve's remaining
 			// gain is expected.
 			f.RelativeRemaining = ptr(0)
 		}
+	}
+	// A hold, or no rule at all (every observation count rule passed):
+	// may the run have changed since an earlier call?
+	if rule == nil || rule.call == hold {
+		f.PlateauRelease = judgeRelease(&st.pin)
 	}
 	if f.Plateaued {
 		if on := plateauOnset(st.obs, st.s.PlateauEpsilon); !math.IsNaN(on) {

@@ -68,13 +68,14 @@ type Forecast struct {
 	// Settings.PlateauThreshold by the stall rule and to 1 by overfitting,
 	// and kept under the threshold when a hold rule holds the call back.
 	PlateauReason string `json:"plateauReason,omitempty"`
-	// PlateauRelease says the rule that decided reports a change in the
-	// run under way (its learning rate moving after standing at its
-	// peak: a cool-down or a first step begun), not a doubt about a flat
-	// stretch: the stretch an earlier plateau call was made on has ended,
-	// and a policy ends a Plateaued verdict on it rather than keep it by
-	// hysteresis.
-	PlateauRelease bool `json:"plateauRelease,omitempty"`
+	// PlateauRelease, when set, names a change in the run itself (its
+	// learning rate leaving its peak after standing there, a step-schedule
+	// jump within the stall window; pkg/forecast/plateau.go, "The release
+	// of a judged job") and its evidence: the flat stretch an earlier
+	// plateau call was made on has ended, and a policy ends a Plateaued
+	// verdict on it rather than keep it by hysteresis. Never set with
+	// Plateaued.
+	PlateauRelease string `json:"plateauRelease,omitempty"`
 
 	Diverging        bool   `json:"diverging"`
 	DivergenceReason string `json:"divergenceReason,omitempty"`

@@ -26,14 +26,7 @@ import (
 //     reached, whose reported learning rate is still falling is annealing, and annealing is where
 //     the last gain comes from (cosine, linear, warm-up-stable-decay and
 //     step schedules flatten mid-run and improve again); one whose rate is
-//     still rising is warming up, with its whole decay ahead. Unlike the
-//     other holds this one can also release a job already judged
-//     plateaued (Forecast.PlateauRelease): a rate that stood at its peak
-//     over the stretch before the stall window and moves within it (a
-//     warm-up-stable-decay cool-down, a learning-rate step begun) ends the
-//     flat stretch a call was made on, while the other holds only doubt a
-//     call not yet made. A rate that was moving all along releases
-//     nothing: a call made under it (overfitting) keeps its hysteresis.
+//     still rising is warming up, with its whole decay ahead.
 //  4. targetInReach: a job that stops at its target (no fixed total) and,
 //     by the fast end of its own time-to-target forecast's interval, may
 //     reach it sooner than it has run so far will likely end on its own:
@@ -121,30 +114,27 @@ type plateauRule struct {
 	// probability, when set, is the plateau probability the rule implies
 	// from the curve's (p) and the threshold.
 	probability func(p, threshold float64) float64
-	// releases, when set, says whether a hold also releases a job already
-	// judged plateaued (Forecast.PlateauRelease): the run changed since
-	// the flat stretch a call was made on, not merely a doubt about it.
-	releases func(in *plateauInput) bool
 }
 
 var plateauRules = [...]plateauRule{
-	{"tooFewObservations", noCall, tooFewObservations, nil, nil},
-	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }, nil},
-	{"learningRateMoving", hold, learningRateMoving, heldProbability, learningRateStarted},
-	{"targetInReach", hold, targetInReach, heldProbability, nil},
-	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability, nil},
-	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability, nil},
-	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability, nil},
-	{"unevaluatedSinceRestart", hold, unevaluatedSinceRestart, heldProbability, nil},
-	{"curve", plateau, curvePlateau, nil, nil},
-	{"stall", plateau, stallPlateau, math.Max, nil},
+	{"tooFewObservations", noCall, tooFewObservations, nil},
+	{"overfitting", plateau, overfitting, func(float64, float64) float64 { return 1 }},
+	{"learningRateMoving", hold, learningRateMoving, heldProbability},
+	{"targetInReach", hold, targetInReach, heldProbability},
+	{"meaningfulGainAhead", hold, meaningfulGainAhead, heldProbability},
+	{"shortFlatBeforeAnneal", hold, shortFlatBeforeAnneal, heldProbability},
+	{"stepScheduleAhead", hold, stepScheduleAhead, heldProbability},
+	{"unevaluatedSinceRestart", hold, unevaluatedSinceRestart, heldProbability},
+	{"curve", plateau, curvePlateau, nil},
+	{"stall", plateau, stallPlateau, math.Max},
 }
 
 // heldProbability: below the threshold, so no new plateau is called, but
 // not to zero, so a policy's exit hysteresis still holds a job already
 // judged plateaued against one noisy window (the policy enters only on
 // Forecast.Plateaued, so no policy threshold turns a hold into a call, and
-// leaves on Forecast.PlateauRelease whatever the probability).
+// leaves on Forecast.PlateauRelease, the release rules below, whatever the
+// probability).
 func heldProbability(p, threshold float64) float64 { return math.Min(p, 0.99*threshold) }
 
 // judgePlateau applies plateauRules in order and returns the rule that
@@ -156,6 +146,42 @@ func judgePlateau(in *plateauInput) (*plateauRule, string) {
 		}
 	}
 	return nil, ""
+}
+
+// The release of a judged job.
+//
+// The holds above doubt a call not yet made, and through them a job
+// already judged plateaued stays judged by the policy's exit band (their
+// probability sits just under the threshold). Two events in the run
+// itself end the flat stretch a call was made on; when the forecast does
+// not call a plateau, the first that matches becomes
+// Forecast.PlateauRelease and a policy ends the verdict on it:
+//
+//  1. learningRateStarted: the reported learning rate moves over the stall
+//     window (as rule 3 reads it) after standing at its peak over a
+//     stretch as long just before it: a warm-up-stable-decay cool-down, a
+//     cosine leaving its peak, a first step. A rate moving all along (a
+//     linear decay) releases nothing, so a call made under it
+//     (overfitting) keeps its hysteresis.
+//  2. stepJumpRecent: a step-schedule jump (as rule 7 finds them) within
+//     the stall window.
+var releaseRules = [...]struct {
+	name  string
+	match func(in *plateauInput) (bool, string)
+}{
+	{"learningRateStarted", learningRateStarted},
+	{"stepJumpRecent", stepJumpRecent},
+}
+
+// judgeRelease applies releaseRules in order and returns the phrase of the
+// first that matches ("" when none does).
+func judgeRelease(in *plateauInput) string {
+	for _, r := range releaseRules {
+		if ok, why := r.match(in); ok {
+			return why
+		}
+	}
+	return ""
 }
 
 func tooFewObservations(in *plateauInput) (bool, string) {
@@ -281,27 +307,51 @@ func learningRateFall(in *plateauInput) float64 {
 // budget) is not read as one that stood still and then started.
 const learningRateStill = 0.25
 
-// learningRateStarted: the rate learningRateMoving saw move over the stall
-// window stood still at its peak (moved no more than learningRateStill of
-// learningRateFall) over a stretch as long just before it: the schedule's
-// decay started after the flat stretch (a warm-up-stable-decay cool-down,
-// a cosine leaving its peak, a first step), so the stretch a plateau call
-// was made on has ended. A rate already below its peak may only be logged
-// too coarsely to show a steady decay in every window (1.9e-05, 1.8e-05),
-// and a history that does not reach back that far shows no standing rate.
-func learningRateStarted(in *plateauInput) bool {
+// learningRateStarted (release rule 1): the rate moved over the stall
+// window (learningRateMoving) after standing still at its peak (moving no
+// more than learningRateStill of learningRateFall) over a stretch as long
+// just before it. A rate already below its peak may only be logged too
+// coarsely to show a steady decay in every window (1.9e-05, 1.8e-05), and
+// a history that does not reach back that far shows no standing rate.
+func learningRateStarted(in *plateauInput) (bool, string) {
+	if moving, _ := learningRateMoving(in); !moving {
+		return false, ""
+	}
 	w0 := stallWindowStart(in.obs, in.sb, in.now, in.s)
 	t1 := w0 - (in.now - w0)
 	if v := metricValues(in.h, "learning_rate", in.now); len(v) == 0 || v[0].t > t1 {
-		return false
+		return false, ""
 	}
-	peak, before, _ := learningRateSince(in, t1)
+	peak, before, latest := learningRateSince(in, t1)
 	_, atWindow, _ := learningRateSince(in, w0)
 	still := learningRateStill * learningRateFall(in)
-	if !(before > 0) || before < (1-still)*peak {
-		return false
+	if !(before > 0) || before < (1-still)*peak || math.Abs(atWindow-before) > still*before {
+		return false, ""
 	}
-	return math.Abs(atWindow-before) <= still*before
+	return true, fmt.Sprintf("its learning rate stood at its peak %.3g and now moves (%.3g): a cool-down or a step begun", before, latest)
+}
+
+// stepJumpRecent (release rule 2): the latest step-schedule jump
+// (stepJumps, as rule 7 finds them) lies within the stall window: the best
+// value just fell by StepJumpShare or more of all the gain before it.
+func stepJumpRecent(in *plateauInput) (bool, string) {
+	if in.s.StepJumpShare <= 0 {
+		return false, ""
+	}
+	jumps := stepJumps(in.obs, in.s.StepJumpShare)
+	if len(jumps) == 0 {
+		return false, ""
+	}
+	i := jumps[len(jumps)-1]
+	if in.obs[i].t < stallWindowStart(in.obs, in.sb, in.now, in.s) {
+		return false, ""
+	}
+	best := in.obs[0].y
+	for _, o := range in.obs[:i] {
+		best = math.Min(best, o.y)
+	}
+	return true, fmt.Sprintf("a step-schedule jump at t=%.0fs gained %.0f%% of all the gain before it, within the stall window",
+		in.obs[i].t, 100*(best-in.obs[i].y)/(in.obs[0].y-best))
 }
 
 // learningRateSince reads the reported learning_rate up to now: its peak,

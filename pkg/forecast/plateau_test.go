@@ -252,12 +252,12 @@ func TestPlateauCoolDownReleases(t *testing.T) {
 		}
 	})
 	s := DefaultSettings()
-	if f := fitAt(h, lossMin, 2400, s); !f.Plateaued || f.PlateauRelease {
-		t.Errorf("stable phase, flat for 30%% of the budget: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	if f := fitAt(h, lossMin, 2400, s); !f.Plateaued || f.PlateauRelease != "" {
+		t.Errorf("stable phase, flat for 30%% of the budget: plateaued=%v release=%q (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
 	}
 	f := fitAt(h, lossMin, 3400, s)
-	if f.Plateaued || !f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
-		t.Errorf("cool-down begun: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	if f.Plateaued || !strings.Contains(f.PlateauRelease, "its learning rate stood at its peak 0.001") || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("cool-down begun: plateaued=%v release=%q (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
 	}
 	// A rate that was falling all along holds the same flat stretch but
 	// releases nothing: the call it holds back was never made under a
@@ -266,8 +266,8 @@ func TestPlateauCoolDownReleases(t *testing.T) {
 	linear := scheduled(n, func(step float64) map[string]float64 {
 		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) + 0.001*math.Sin(step), "learning_rate": 1e-3 * (1 - step/4000)}
 	})
-	if f := fitAt(linear, lossMin, 3400, s); f.Plateaued || f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
-		t.Errorf("linear decay: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	if f := fitAt(linear, lossMin, 3400, s); f.Plateaued || f.PlateauRelease != "" || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("linear decay: plateaued=%v release=%q (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
 	}
 	// A rate that left its peak long ago (a first step at 1,000) and then
 	// stood still releases nothing when it moves again: a rate logged too
@@ -279,16 +279,16 @@ func TestPlateauCoolDownReleases(t *testing.T) {
 		}
 		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) + 0.001*math.Sin(step), "learning_rate": lr}
 	})
-	if f := fitAt(second, lossMin, 3700, s); f.Plateaued || f.PlateauRelease || !strings.Contains(f.PlateauReason, "learning rate still falling") {
-		t.Errorf("a later move below the peak: plateaued=%v release=%v (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
+	if f := fitAt(second, lossMin, 3700, s); f.Plateaued || f.PlateauRelease != "" || !strings.Contains(f.PlateauReason, "learning rate still falling") {
+		t.Errorf("a later move below the peak: plateaued=%v release=%q (%q)", f.Plateaued, f.PlateauRelease, f.PlateauReason)
 	}
 	// The same run without a learning rate: the anneal hold may keep the
 	// call back, but it releases nothing.
 	bare := scheduled(n, func(step float64) map[string]float64 {
 		return map[string]float64{"loss": 2 + 3*math.Exp(-math.Min(step, 1200)/700) - 0.06*math.Max(0, step-3200)/800 + 0.001*math.Sin(step)}
 	})
-	if f := fitAt(bare, lossMin, 3400, s); f.PlateauRelease {
-		t.Errorf("no learning rate reported: release=%v (%q)", f.PlateauRelease, f.PlateauReason)
+	if f := fitAt(bare, lossMin, 3400, s); f.PlateauRelease != "" {
+		t.Errorf("no learning rate reported: release=%q (%q)", f.PlateauRelease, f.PlateauReason)
 	}
 }
 

@@ -79,9 +79,10 @@ func TestVerdicts(t *testing.T) {
 			f.PlateauProbability, f.Plateaued, f.PlateauReason = 0.79, false, "step schedule: its history shows 2 jump(s)"
 		}), prev: Plateaued, want: Plateaued},
 		{name: "a schedule that moves releases a judged job", f: with(fcPlateau(t0), func(f *forecast.Forecast) {
-			f.PlateauProbability, f.Plateaued, f.PlateauRelease = 0.79, false, true
+			f.PlateauProbability, f.Plateaued = 0.79, false
 			f.PlateauReason = "learning rate still falling (0.001→0.00075, peak 0.001) before the planned end: annealing ahead"
-		}), prev: Plateaued, want: Progressing, ev: []string{"released from Plateaued: learning rate still falling"}},
+			f.PlateauRelease = "its learning rate stood at its peak 0.001 and now moves (0.00075): a cool-down or a step begun"
+		}), prev: Plateaued, want: Progressing, ev: []string{"released from Plateaued: its learning rate stood at its peak"}},
 		{name: "plateau with integrity finding still yields", f: with(fcPlateau(t0), func(f *forecast.Forecast) { f.Integrity.JumpRatio = fp(50) }),
 			want: Plateaued, ev: []string{"integrity: progress jumped at 50×"}},
 

@@ -52,8 +52,8 @@
 //     its holds), PlateauProbability >= Plateau.EnterProbability and
 //     RelativeRemaining <= Plateau.EnterRelativeRemaining; a Plateaued job
 //     stays while >= ExitProbability and <= ExitRelativeRemaining, unless
-//     the forecast releases it (PlateauRelease: its learning rate started
-//     to move).
+//     the forecast releases it (PlateauRelease: its learning rate left its
+//     peak, or a step-schedule jump just came).
 //  9. untrusted → Untrusted: an integrity finding (progress without step
 //     movement, a jump far beyond the job's step rate, reported progress
 //     ahead of the counter, a reported ETA far below what the step history

@@ -290,13 +290,13 @@ func nearDone(in *ruleInput, w *text) bool {
 // a policy whose enter threshold is lower than the forecaster's would call
 // every job they hold. A judged job stays by the exit band whatever the
 // holds say, unless the forecast releases it (Forecast.PlateauRelease: its
-// learning rate has started to move, a cool-down or a step begun).
+// learning rate has left its peak, or a step-schedule jump just came).
 func plateaued(in *ruleInput, w *text) bool {
 	f, pl := in.f, in.p.Plateau
 	minP, maxR, band := pl.EnterProbability, pl.EnterRelativeRemaining, " (enters at "
 	called := f.Plateaued
 	if in.prev == Plateaued {
-		minP, maxR, band, called = pl.ExitProbability, pl.ExitRelativeRemaining, " (exits below ", !f.PlateauRelease
+		minP, maxR, band, called = pl.ExitProbability, pl.ExitRelativeRemaining, " (exits below ", f.PlateauRelease == ""
 	}
 	if !called || !(f.PlateauProbability >= minP) || f.RelativeRemaining == nil || !(*f.RelativeRemaining <= maxR) {
 		return false
@@ -331,8 +331,8 @@ func untrusted(in *ruleInput, w *text) bool {
 // progressing: the default. A job the forecast released from Plateaued
 // says why: its probability alone may still read as a plateau.
 func progressing(in *ruleInput, w *text) bool {
-	if in.prev == Plateaued && in.f.PlateauRelease {
-		w.str("released from Plateaued: ", in.f.PlateauReason, "; ")
+	if in.prev == Plateaued && in.f.PlateauRelease != "" {
+		w.str("released from Plateaued: ", in.f.PlateauRelease, "; ")
 	}
 	w.str("plateau probability ")
 	w.fixed(in.f.PlateauProbability, 2)

@@ -3,6 +3,7 @@ package preempt
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/progress-planner/planner/pkg/forecast"
@@ -39,7 +40,7 @@ func TestCoolDownLeavesPlateaued(t *testing.T) {
 			entered = now
 		case d.Verdict != Plateaued && !math.IsNaN(entered) && math.IsNaN(left):
 			left = now
-			if !f.PlateauRelease {
+			if f.PlateauRelease == "" {
 				t.Errorf("left Plateaued at t=%.0f without the forecast's release: %s", now, d.Reason)
 			}
 		}
@@ -51,5 +52,48 @@ func TestCoolDownLeavesPlateaued(t *testing.T) {
 	// The rate has fallen 5 % at step 3,240; a few reports of slack.
 	if !(left >= 3200 && left <= 3300) {
 		t.Errorf("Plateaued from t=%.0f, left at %v: want soon after the cool-down begins at 3,200", entered, left)
+	}
+}
+
+// A job judged Plateaued whose best then falls by a step-schedule jump (an
+// evaluation every 100 steps, the loss flat from step 1,200 and lower by
+// 30 % or 50 % of its gain so far from step 2,600 on, no learning rate
+// reported) is released at the evaluation that shows the jump; before the
+// release rule the exit band kept it Plateaued for three more evaluations.
+func TestStepJumpLeavesPlateaued(t *testing.T) {
+	for _, drop := range []float64{0.3, 0.5} {
+		h := progress.NewHistory(progress.DefaultLimits())
+		gain := 3 * (1 - math.Exp(-1200.0/700))
+		for step := 0.0; step <= 4000; step += 100 {
+			loss := 2 + 3*math.Exp(-math.Min(step, 1200)/700) + 0.001*math.Sin(step)
+			if step >= 2600 {
+				loss -= drop * gain
+			}
+			m := func(name string, v float64) progress.MetricValue {
+				return progress.MetricValue{Name: name, Value: strconv.FormatFloat(v, 'g', 6, 64)}
+			}
+			h.Observe(step, progress.TrainerStatus{ProgressPercentage: fp(math.Floor(step / 40)),
+				Metrics: []progress.MetricValue{m("current_step", step), m("total_steps", 4000), m("loss", loss)}})
+		}
+		obj := progress.Objective{Metric: "loss", Direction: progress.Minimize}
+		j := newJob(t, DefaultPolicy())
+		j.facts.AdmittedAt = fp(0)
+		entered, left := math.NaN(), math.NaN()
+		for now := 1000.0; now < 3600; now += 100 {
+			f := forecast.Fit(h, obj, now, forecast.DefaultSettings())
+			switch d := j.at(f); {
+			case d.Verdict == Plateaued && math.IsNaN(entered):
+				entered = now
+			case d.Verdict != Plateaued && !math.IsNaN(entered) && math.IsNaN(left):
+				left = now
+				if !strings.Contains(d.Reason, "released from Plateaued: a step-schedule jump at t=2600s") {
+					t.Errorf("drop %.1f: left Plateaued at t=%.0f without the jump's release: %s", drop, now, d.Reason)
+				}
+			}
+		}
+		t.Logf("drop %.1f: Plateaued from t=%.0f, left at t=%.0f", drop, entered, left)
+		if !(entered < 2600) || left != 2600 {
+			t.Errorf("drop %.1f: Plateaued from t=%v, left at %v: want judged before the jump and released at it (2,600)", drop, entered, left)
+		}
 	}
 }
