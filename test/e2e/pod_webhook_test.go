@@ -205,19 +205,7 @@ func createJobSetPod(t *testing.T, env *framework.Env, ns, name string) *corev1.
 			Name: "node", Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec}}},
 		}}},
 	}
-	// Kueue's JobSet webhook looks the owning TrainJob up in its own
-	// informer cache, which may not hold it yet a few milliseconds after
-	// its creation ("TrainJob ... not found"): retry that denial alone.
-	var lastErr error
-	if _, err := framework.Poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		lastErr = c.Create(ctx, js)
-		if lastErr != nil && strings.Contains(lastErr.Error(), "denied the request") && strings.Contains(lastErr.Error(), "not found") {
-			return false, nil
-		}
-		return true, lastErr
-	}); err != nil {
-		t.Fatalf("create JobSet %s: %v (last: %v)", name, err, lastErr)
-	}
+	mustCreateOwned(t, c, js)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-node-0-0", Labels: map[string]string{
 			gang.JobSetNameLabel: name, gang.JobNameLabel: name + "-node-0",

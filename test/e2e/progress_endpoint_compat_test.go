@@ -60,7 +60,7 @@ func TestProgressEndpointMatchesTrainerStatusServer(t *testing.T) {
 		}}},
 		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: reporterPodSpec()}},
 	}
-	mustCreate(t, w.env.Client, node)
+	mustCreateOwned(t, w.env.Client, node)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "tj-node-0", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "batch/v1", Kind: "Job", Name: node.Name, UID: node.UID, Controller: ptr.To(true),

@@ -125,6 +125,24 @@ func mustCreate(t *testing.T, c client.Client, obj client.Object) {
 	}
 }
 
+// mustCreateOwned creates a child of a job just created (a TrainJob's
+// JobSet or Job). Kueue's webhooks look the owner up in their informer
+// cache, which may not hold it yet a few milliseconds after its creation
+// ("TrainJob ... not found"): that denial alone is retried, within 30 s.
+func mustCreateOwned(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	var last error
+	if _, err := framework.Poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		last = c.Create(ctx, obj)
+		if last != nil && strings.Contains(last.Error(), "denied the request") && strings.Contains(last.Error(), "not found") {
+			return false, nil
+		}
+		return true, last
+	}); err != nil {
+		t.Fatalf("create %T %s: %v (last: %v)", obj, obj.GetName(), err, last)
+	}
+}
+
 // jobWithPod creates a suspended batch/v1 Job and a pod it controls, as
 // the Job controller would (none runs here).
 func jobWithPod(t *testing.T, c client.Client, name string) (*batchv1.Job, *corev1.Pod) {
