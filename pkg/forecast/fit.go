@@ -147,8 +147,8 @@ func unsigned0(v float64) float64 {
 // elapsed time — or, when longer, the longest stall the job has already
 // recovered from (at most PlateauStallMaxShare) — stretched back to hold at
 // least PlateauStallPoints observations (evaluations can be sparse). sb is
-// smoothedBest(obs).
-func stalled(obs []objPoint, sb []float64, now float64, s Settings) bool {
+// smoothedBest(obs) and w0 the window's start, stallWindowStart.
+func stalled(obs []objPoint, sb []float64, w0 float64, s Settings) bool {
 	k := s.PlateauStallPoints
 	if len(obs) < 2*k || s.PlateauStallShare <= 0 || k < 1 {
 		return false
@@ -158,7 +158,6 @@ func stalled(obs []objPoint, sb []float64, now float64, s Settings) bool {
 	if gain <= 0 {
 		return false
 	}
-	w0 := stallWindowStart(obs, sb, now, s)
 	bestBefore := math.Inf(1)
 	for i, o := range obs {
 		if o.t < w0 {

@@ -364,6 +364,11 @@ func predictFinal(st *fitState) bool {
 	pin := &st.pin
 	if len(obs) > 0 {
 		pin.sb = smoothedBest(obs)
+		pin.stallFrom = stallWindowStart(obs, pin.sb, st.now, s)
+		pin.lr = metricValues(st.h, "learning_rate", st.now)
+		if s.StepJumpShare > 0 {
+			pin.jumps = stepJumps(obs, s.StepJumpShare)
+		}
 		pin.pace, pin.paceHorizon = recentPaceGain(pin)
 	}
 	f.PredictedFinal = Estimate{Why: "no planned end known (no total steps, no reachable target)"}

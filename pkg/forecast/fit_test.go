@@ -520,7 +520,7 @@ func TestStallRuleRemembersFalsePlateaus(t *testing.T) {
 	s := DefaultSettings()
 	// At t=590 the current stall (170 s) is shorter than the false one
 	// (300 s of the 400 s elapsed then): not a plateau yet.
-	if stalled(obs, smoothedBest(obs), 590, s) {
+	if sb := smoothedBest(obs); stalled(obs, sb, stallWindowStart(obs, sb, 590, s), s) {
 		t.Error("stall shorter than the job's own false plateau called a plateau")
 	}
 	if f := longestFalseStall(obs, smoothedBest(obs), s.PlateauEpsilon); f < 0.7 {
@@ -534,7 +534,7 @@ func TestStallRuleRemembersFalsePlateaus(t *testing.T) {
 		}
 		plain = append(plain, o)
 	}
-	if !stalled(plain, smoothedBest(plain), 590, s) {
+	if sb := smoothedBest(plain); !stalled(plain, sb, stallWindowStart(plain, sb, 590, s), s) {
 		t.Error("a plain stall of 170 s in a 590 s run not called")
 	}
 }

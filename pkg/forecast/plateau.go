@@ -67,14 +67,19 @@ import (
 // When no rule matches, the job is not plateaued.
 type plateauInput struct {
 	obs []objPoint
-	// sb is smoothedBest(obs), computed once per forecast for the rules
-	// that read it (nil without observations).
-	sb   []float64
-	h    *progress.History
-	obj  progress.Objective
-	now  float64
-	s    Settings
-	last progress.Point // latest point up to now
+	// sb is smoothedBest(obs), stallFrom stallWindowStart, lr the reported
+	// learning_rate up to now (metricValues) and jumps stepJumps (nil
+	// when StepJumpShare is 0), each computed once per forecast for the
+	// rules that read them (zero without observations).
+	sb        []float64
+	stallFrom float64
+	lr        []objPoint
+	jumps     []int
+	h         *progress.History
+	obj       progress.Objective
+	now       float64
+	s         Settings
+	last      progress.Point // latest point up to now
 	// curve is the curve's plateau probability and relRem its expected
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
@@ -276,8 +281,7 @@ func learningRateMoving(in *plateauInput) (bool, string) {
 	if fr := in.last.Fraction(); !math.IsNaN(fr) && fr >= 1 {
 		return false, ""
 	}
-	w0 := stallWindowStart(in.obs, in.sb, in.now, in.s)
-	peak, atStart, latest := learningRateSince(in, w0)
+	peak, atStart, latest := learningRateSince(in, in.stallFrom)
 	if math.IsNaN(latest) || peak <= 0 || latest <= 0.02*peak {
 		return false, ""
 	}
@@ -317,9 +321,9 @@ func learningRateStarted(in *plateauInput) (bool, string) {
 	if moving, _ := learningRateMoving(in); !moving {
 		return false, ""
 	}
-	w0 := stallWindowStart(in.obs, in.sb, in.now, in.s)
+	w0 := in.stallFrom
 	t1 := w0 - (in.now - w0)
-	if v := metricValues(in.h, "learning_rate", in.now); len(v) == 0 || v[0].t > t1 {
+	if len(in.lr) == 0 || in.lr[0].t > t1 {
 		return false, ""
 	}
 	peak, before, latest := learningRateSince(in, t1)
@@ -338,12 +342,11 @@ func stepJumpRecent(in *plateauInput) (bool, string) {
 	if in.s.StepJumpShare <= 0 {
 		return false, ""
 	}
-	jumps := stepJumps(in.obs, in.s.StepJumpShare)
-	if len(jumps) == 0 {
+	if len(in.jumps) == 0 {
 		return false, ""
 	}
-	i := jumps[len(jumps)-1]
-	if in.obs[i].t < stallWindowStart(in.obs, in.sb, in.now, in.s) {
+	i := in.jumps[len(in.jumps)-1]
+	if in.obs[i].t < in.stallFrom {
 		return false, ""
 	}
 	best := in.obs[0].y
@@ -354,12 +357,12 @@ func stepJumpRecent(in *plateauInput) (bool, string) {
 		in.obs[i].t, 100*(best-in.obs[i].y)/(in.obs[0].y-best))
 }
 
-// learningRateSince reads the reported learning_rate up to now: its peak,
-// its value at t0 (or the first one logged after it) and its latest (NaN
-// when none is reported).
+// learningRateSince reads the reported learning_rate up to now (in.lr):
+// its peak, its value at t0 (or the first one logged after it) and its
+// latest (NaN when none is reported).
 func learningRateSince(in *plateauInput, t0 float64) (peak, atStart, latest float64) {
 	atStart, latest = math.NaN(), math.NaN()
-	for _, o := range metricValues(in.h, "learning_rate", in.now) {
+	for _, o := range in.lr {
 		if o.y < 0 {
 			continue
 		}
@@ -513,7 +516,7 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if in.fixed && in.xEnd <= xLast {
 		return false, ""
 	}
-	jumps := stepJumps(in.obs, in.s.StepJumpShare)
+	jumps := in.jumps
 	if len(jumps) == 0 {
 		return false, ""
 	}
@@ -589,7 +592,7 @@ func curvePlateau(in *plateauInput) (bool, string) {
 }
 
 func stallPlateau(in *plateauInput) (bool, string) {
-	if !stalled(in.obs, in.sb, in.now, in.s) || (in.relRem != nil && *in.relRem >= in.s.PlateauStallMaxRemaining) {
+	if !stalled(in.obs, in.sb, in.stallFrom, in.s) || (in.relRem != nil && *in.relRem >= in.s.PlateauStallMaxRemaining) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("the best value gained less than %.0f%% of the gain so far over the stall window", 100*in.s.PlateauEpsilon)
