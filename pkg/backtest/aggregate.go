@@ -73,6 +73,7 @@ func aggregate(r *Report, jobs []Job) {
 	r.FinalMetric = byCell(r.Cutoffs, rows, Job.dataset, hasFinal, finalGroup)
 	r.CoverageByEvaluations = byColumn(evaluationBins, inBin, rows, Job.dataset, hasInterval, coverageGroup)
 	r.TimeToTarget = byCell(r.Cutoffs, rows, Job.bench, hasTimeToTarget, tttGroup)
+	r.tttByDataset = byCell(r.Cutoffs, rows, Job.dataset, hasTimeToTarget, tttGroup)
 	r.Plateau = plateauGroups(originals)
 	r.CleanAlarms = cleanAlarms(rows)
 	r.PrematurePlateau = byCell(r.Cutoffs, rows, Job.dataset, hasGainAhead, prematureGroup)

@@ -30,8 +30,11 @@ type Knob struct {
 
 // Knob groups: each is chosen by the measures it moves. The plateau knobs
 // move plateau calls and nothing else, the interval knobs interval
-// coverage, the hang knobs Hung calls and the divergence knobs Diverging
-// calls, so each group is chosen separately.
+// coverage, the hang knobs Hung calls, the divergence knobs Diverging
+// calls and the time-to-target knobs the time to target, so each group is
+// chosen separately. (The time to target also feeds plateau rule 4's hold
+// and a target-stopped run's final; the figures of those come from their
+// own groups' runs, under the shipped time-to-target knobs.)
 //
 // Each knob lists its values from the most cautious to the least (a
 // smaller meaningful gain holds every job a larger one holds, a longer
@@ -65,6 +68,16 @@ var (
 	DivergeKnobs = []Knob{
 		{"DivergeNoise", []float64{8, 6, 4}, func(s *forecast.Settings, v float64) { s.DivergeNoise = v }},
 		{"DivergeShare", []float64{0.3, 0.2, 0.1}, func(s *forecast.Settings, v float64) { s.DivergeShare = v }},
+	}
+	// The time-to-target knobs: a smaller crossing multiple holds a curve's
+	// crossing nearer, and a larger line share lets the job's own line,
+	// which runs early where a curve runs late (docs/backtest.md 7.34),
+	// replace the curve more often; a nearer crossing holds more jobs short
+	// of their target out of Plateaued (plateau rule 4), so each lists
+	// that value first.
+	TTTKnobs = []Knob{
+		{"CrossingMultiple", []float64{1, 1.5, 2}, func(s *forecast.Settings, v float64) { s.CrossingMultiple = v }},
+		{"LineReplaceShare", []float64{1, 0.5, 0.25}, func(s *forecast.Settings, v float64) { s.LineReplaceShare = v }},
 	}
 )
 
@@ -117,10 +130,18 @@ type LODOFigures struct {
 	Divergence          int `json:"divergence"`
 	DivergenceDetected  int `json:"divergenceDetected"`
 	DivergenceBeforeNaN int `json:"divergenceBeforeNaN"`
+	// TimeToTargetPlanner and TimeToTargetLinear are the paired median
+	// errors of the time to target (the runs where both predict a
+	// crossing), TimeToTargetNever the share of the planner's forecasts
+	// with no crossing; per cutoff (nil where nothing was scored).
+	TimeToTargetPlanner []*float64 `json:"timeToTargetPlanner"`
+	TimeToTargetLinear  []*float64 `json:"timeToTargetLinear"`
+	TimeToTargetNever   []*float64 `json:"timeToTargetNever"`
 }
 
 // LeaveOneDatasetOut runs the backtest once per grid point of each knob
-// group (plateau, interval, hang, divergence) and assembles the report.
+// group (plateau, interval, hang, divergence, time to target) and
+// assembles the report.
 func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	opt.PerJob = false
 	runWith := func(s forecast.Settings) *Report {
@@ -133,9 +154,10 @@ func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	intervalRuns := gridRuns(IntervalKnobs, runWith)
 	hangRuns := gridRuns(HangKnobs, runWith)
 	divergeRuns := gridRuns(DivergeKnobs, runWith)
+	tttRuns := gridRuns(TTTKnobs, runWith)
 
 	out := &LODOReport{SchemaVersion: SchemaVersion}
-	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs) {
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs) {
 		out.Knobs = append(out.Knobs, KnobGrid{Name: k.Name, Values: k.Values})
 	}
 	for _, ds := range datasetsOf(def) {
@@ -144,17 +166,19 @@ func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 		iv := choose(intervalRuns, ds, coverageLoss)
 		hg := choose(hangRuns, ds, hangLoss)
 		dv := choose(divergeRuns, ds, divergeLoss)
-		for _, g := range []gridRun{pl, iv, hg, dv} {
+		tt := choose(tttRuns, ds, tttLoss)
+		for _, g := range []gridRun{pl, iv, hg, dv, tt} {
 			maps.Copy(d.Chosen, g.values)
 		}
 		// Each knob group moves only its own measures, so each figure comes
 		// from the run of the group that moves it.
-		pf, cf, hf, df := figuresOf(pl.r, ds), figuresOf(iv.r, ds), figuresOf(hg.r, ds), figuresOf(dv.r, ds)
+		pf, cf, hf, df, tf := figuresOf(pl.r, ds), figuresOf(iv.r, ds), figuresOf(hg.r, ds), figuresOf(dv.r, ds), figuresOf(tt.r, ds)
 		d.LeaveOut = LODOFigures{PlateauFalsePositiveRate: pf.PlateauFalsePositiveRate, PrematureShare: pf.PrematureShare,
 			PlateauExtension: pf.PlateauExtension, PlateauExtensionHit: pf.PlateauExtensionHit, Coverage: cf.Coverage,
 			FalseHungRate: hf.FalseHungRate, Hang: hf.Hang, HangOnTime: hf.HangOnTime, HangEarly: hf.HangEarly,
 			FalseDivergingRate: df.FalseDivergingRate, Divergence: df.Divergence, DivergenceDetected: df.DivergenceDetected,
-			DivergenceBeforeNaN: df.DivergenceBeforeNaN}
+			DivergenceBeforeNaN: df.DivergenceBeforeNaN, TimeToTargetPlanner: tf.TimeToTargetPlanner,
+			TimeToTargetLinear: tf.TimeToTargetLinear, TimeToTargetNever: tf.TimeToTargetNever}
 		out.Datasets = append(out.Datasets, d)
 	}
 	return out
@@ -279,6 +303,28 @@ func divergeLoss(r *Report, ds string) float64 {
 	return l
 }
 
+// tttLoss: how the time to target compares with the plain line on the
+// same runs, the planner's paired median error over the line's, averaged
+// over the cutoffs, plus the share of its forecasts with no crossing
+// (a forecast that gives up on a hard run scores no error in the pair).
+func tttLoss(r *Report, ds string) float64 {
+	f := figuresOf(r, ds)
+	var sum float64
+	n := 0
+	for i := range f.TimeToTargetPlanner {
+		p, l := f.TimeToTargetPlanner[i], f.TimeToTargetLinear[i]
+		if p == nil || l == nil || *l <= 0 {
+			continue
+		}
+		sum += *p / *l
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum/float64(n) + meanOfPtrs(f.TimeToTargetNever)
+}
+
 // datasetsOf lists the original runs' datasets, sorted.
 func datasetsOf(r *Report) []string {
 	var out []string
@@ -312,6 +358,15 @@ func figuresOf(r *Report, ds string) LODOFigures {
 			}
 		}
 		f.PrematureShare, f.Coverage = append(f.PrematureShare, prem), append(f.Coverage, cov)
+		var tp, tl, tn *float64
+		for _, g := range r.tttByDataset {
+			if g.Benchmark == ds && g.Cutoff == cut && g.N > 0 {
+				tp, tl, tn = g.Paired.Planner.Median, g.Paired.Linear.Median, fptr(float64(g.PlannerNever)/float64(g.N))
+			}
+		}
+		f.TimeToTargetPlanner = append(f.TimeToTargetPlanner, tp)
+		f.TimeToTargetLinear = append(f.TimeToTargetLinear, tl)
+		f.TimeToTargetNever = append(f.TimeToTargetNever, tn)
 	}
 	for _, x := range r.Incidents.PlateauExtension.Rows {
 		if x.Dataset == ds {
@@ -385,6 +440,9 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 		head = append(head, "coverage "+cutLabel(c))
 	}
 	head = append(head, "plateau-extension detected", "false Hung", "hangs on time (early)", "false Diverging", "divergences flagged (before NaN)")
+	for _, c := range cutoffs {
+		head = append(head, "time to target "+cutLabel(c)+" planner / line (never)")
+	}
 	t.header(head...)
 	for _, d := range l.Datasets {
 		var ks []string
@@ -410,10 +468,22 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 			cells = append(cells, fmt.Sprintf("%d/%d", row.f.PlateauExtensionHit, row.f.PlateauExtension),
 				pct(row.f.FalseHungRate), fmt.Sprintf("%d/%d (%d)", row.f.HangOnTime, row.f.Hang, row.f.HangEarly),
 				pct(row.f.FalseDivergingRate), fmt.Sprintf("%d/%d (%d)", row.f.DivergenceDetected, row.f.Divergence, row.f.DivergenceBeforeNaN))
+			for i := range row.f.TimeToTargetPlanner {
+				cells = append(cells, tttCell(row.f.TimeToTargetPlanner[i], row.f.TimeToTargetLinear[i], row.f.TimeToTargetNever[i]))
+			}
 			t.row(cells...)
 		}
 	}
 	return t.err
+}
+
+// tttCell is one cutoff's time to target: "planner / line (never %)",
+// "-" where nothing was scored.
+func tttCell(planner, line, never *float64) string {
+	if never == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s / %s (%s)", pct(planner), pct(line), pct(never))
 }
 
 // WriteJSON writes the report as indented JSON.

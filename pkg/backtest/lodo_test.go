@@ -72,12 +72,15 @@ func TestChooseTieKeepsTheCautiousFirst(t *testing.T) {
 
 // Each knob lists its most cautious value first: the plateau knobs the one
 // that holds a job longest (the smallest meaningful gain, the longest anneal
-// hold), the interval knobs the one that gives the widest interval.
+// hold), the interval knobs the one that gives the widest interval, the
+// time-to-target knobs the one that puts the crossing nearest (plateau
+// rule 4 holds a job whose crossing is near).
 func TestKnobsListTheCautiousValueFirst(t *testing.T) {
 	descending := map[string]bool{"PlateauAnnealShare": true, "IntervalInflation": true,
 		"IntervalAnnealShare": true, "IntervalHorizonPower": true, "MinImprovement": false,
-		"StepJumpShare": false, "PlateauThreshold": true, "HangMultiple": true, "HangSlack": true, "DivergeNoise": true, "DivergeShare": true}
-	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs) {
+		"StepJumpShare": false, "PlateauThreshold": true, "HangMultiple": true, "HangSlack": true, "DivergeNoise": true, "DivergeShare": true,
+		"CrossingMultiple": false, "LineReplaceShare": true}
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs) {
 		desc, ok := descending[k.Name]
 		if !ok {
 			t.Errorf("knob %s: no caution order stated", k.Name)
@@ -138,5 +141,39 @@ func TestAlarmFiguresAndLosses(t *testing.T) {
 	runs := []gridRun{{values: map[string]float64{"k": 1}, r: quiet}, {values: map[string]float64{"k": 2}, r: eager}}
 	if got := choose(runs, "c", hangLoss).values["k"]; got != 1 {
 		t.Errorf("chose k=%v, want 1: 2 %% false Hung calls outweigh one hang on time", got)
+	}
+}
+
+// The time-to-target figures are the dataset's own (MLPerf's benchmarks
+// together, not the ALL row), and the loss is the planner's paired error
+// over the line's plus its no-crossing share: a setting that gives up on
+// the hard runs does not win by scoring only the easy ones.
+func TestTimeToTargetFiguresAndLoss(t *testing.T) {
+	r := &Report{Cutoffs: []float64{0.25, 0.5}}
+	r.tttByDataset = []TTTGroup{
+		{Benchmark: "a", Cutoff: 0.5, N: 10, PlannerNever: 1, Paired: PairedStat{Planner: Stat{N: 9, Median: fptr(0.1)}, Linear: Stat{N: 9, Median: fptr(0.4)}}},
+		{Benchmark: "b", Cutoff: 0.5, N: 4, Paired: PairedStat{Planner: Stat{N: 4, Median: fptr(0.9)}, Linear: Stat{N: 4, Median: fptr(0.3)}}},
+		{Benchmark: allGroup, Cutoff: 0.5, N: 14, Paired: PairedStat{Planner: Stat{N: 13, Median: fptr(0.2)}, Linear: Stat{N: 13, Median: fptr(0.35)}}},
+	}
+	f := figuresOf(r, "a")
+	if f.TimeToTargetPlanner[0] != nil || *f.TimeToTargetPlanner[1] != 0.1 || *f.TimeToTargetLinear[1] != 0.4 || *f.TimeToTargetNever[1] != 0.1 {
+		t.Errorf("time-to-target figures of a: %+v", f)
+	}
+	if l := tttLoss(r, "a"); math.Abs(l-(0.25+0.1)) > 1e-9 {
+		t.Errorf("time-to-target loss of a = %v, want 0.35", l)
+	}
+	if l := tttLoss(r, "c"); l != 0 {
+		t.Errorf("time-to-target loss of a dataset without targets = %v, want 0", l)
+	}
+	// Scoring the easy runs only: a paired error of 0.25 of the line's
+	// rather than 0.625, but half the forecasts give up (0.75 against
+	// 0.625).
+	honest := &Report{Cutoffs: []float64{0.5}, Plateau: []PlateauGroup{{Dataset: "a"}, {Dataset: "b"}}}
+	honest.tttByDataset = []TTTGroup{{Benchmark: "a", Cutoff: 0.5, N: 10, Paired: PairedStat{Planner: Stat{N: 10, Median: fptr(0.25)}, Linear: Stat{N: 10, Median: fptr(0.4)}}}}
+	quitter := &Report{Cutoffs: []float64{0.5}, Plateau: honest.Plateau}
+	quitter.tttByDataset = []TTTGroup{{Benchmark: "a", Cutoff: 0.5, N: 10, PlannerNever: 5, Paired: PairedStat{Planner: Stat{N: 5, Median: fptr(0.1)}, Linear: Stat{N: 5, Median: fptr(0.4)}}}}
+	runs := []gridRun{{values: map[string]float64{"k": 1}, r: quitter}, {values: map[string]float64{"k": 2}, r: honest}}
+	if got := choose(runs, "b", tttLoss).values["k"]; got != 2 {
+		t.Errorf("chose k=%v, want 2: half the forecasts with no crossing outweigh a better paired error", got)
 	}
 }

@@ -59,6 +59,11 @@ type Report struct {
 	// Jobs are the per-file results, in input order (omitted with
 	// --per-job=false).
 	Jobs []Job `json:"jobs,omitempty"`
+
+	// tttByDataset is timeToTarget grouped by dataset rather than by
+	// benchmark: the leave-one-dataset-out figures read it (MLPerf's
+	// benchmarks together).
+	tttByDataset []TTTGroup
 }
 
 // Skipped is an input file that could not be scored.

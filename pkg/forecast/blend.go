@@ -26,8 +26,8 @@ type blended struct {
 	hErr    float64 // RMS hindcast error of the blend (oriented units)
 	// lineBetter: on the hindcast, a straight line through the recent
 	// observations (linearCrossing's line) predicted the held-out third
-	// better than the curve did (under half its squared error); the time to
-	// target then follows the line.
+	// better than the curve did (under Settings.LineReplaceShare, a half,
+	// of its squared error); the time to target then follows the line.
 	lineBetter bool
 	// levelsOffChecked: the hindcast ran and its curve, refitted on the
 	// first two thirds, reached every level the job went on to reach. Only
@@ -98,7 +98,7 @@ func newBlended(cf curve.Ensemble, obs []objPoint, s Settings) blended {
 			seL += (l - y) * (l - y)
 		}
 	}
-	b.lineBetter = lineOK && seL < 0.5*seC
+	b.lineBetter = lineOK && seL < s.LineReplaceShare*seC
 	b.levelsOffChecked = !curveFellShort(hf, obs, k)
 	n := float64(len(ys))
 	mseC, mseP := seC/n, seP/n

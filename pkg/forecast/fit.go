@@ -84,6 +84,19 @@ type Settings struct {
 	// curve's step there). 1: at most one evaluation's gain, as the first
 	// evaluation past the target ends the run.
 	OvershootEvalShare float64
+	// CrossingMultiple: how many times the job's own line's distance to
+	// the target (linearCrossing, itself stretched by the job's past) a
+	// curve may put its crossing (boundCrossing), whether or not the
+	// hindcast checked the curve. It was 2 for an unchecked curve (7.18)
+	// and 4 for a checked one (7.33); 1.5 for both is as good on the
+	// scored sets that are not language models at 50 and 75 %, and puts a
+	// language model that stops at its target ahead of its line
+	// (docs/backtest.md 7.36).
+	CrossingMultiple float64
+	// LineReplaceShare: the time to target takes the recent line's
+	// crossing instead of the curve's when the line's hindcast squared
+	// error is under this share of the curve's (newBlended).
+	LineReplaceShare float64
 	// Curves are the curve-fitting settings.
 	Curves curve.Settings
 	// EndStep overrides the planned end on the progress axis (nil: the
@@ -114,6 +127,8 @@ func DefaultSettings() Settings {
 		IntervalHorizonPower:     2,
 		IntervalAnnealShare:      0.25,
 		OvershootEvalShare:       1,
+		CrossingMultiple:         1.5,
+		LineReplaceShare:         0.5,
 		Curves:                   curve.DefaultSettings(),
 	}
 }
@@ -271,12 +286,12 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 		// An unchecked curve's crossing is its family's prior, shape and
 		// time alike, so the bound replaces it; a checked curve's shape
 		// stands and only the time is held.
-		xTime = boundCrossing(obs, level, xc)
+		xTime = boundCrossing(obs, level, xc, s.CrossingMultiple)
 		if !bl.checked() {
 			xc = xTime
 		} else if xTime < xc {
 			note = fmt.Sprintf("the fitted curve alone puts the target (%g) %.1f× as far; its time is held to %g× the distance of the job's own line (a crossing near the curve's asymptote is its least certain part)",
-				*obj.Target, (xc-xLast)/(xTime-xLast), crossingMultiple)
+				*obj.Target, (xc-xLast)/(xTime-xLast), s.CrossingMultiple)
 		}
 	}
 	if !ok {
@@ -302,17 +317,8 @@ func timeToTarget(obj progress.Objective, obs []objPoint, best float64, cf curve
 	return etaEstimate(secs, rel, z, basis), xc, stretch, note
 }
 
-// crossingMultiple: how many times the job's own line's distance to the
-// target (linearCrossing, itself stretched by the job's past) a curve may
-// put its crossing (boundCrossing), whether or not the hindcast checked
-// the curve. It was 2 for an unchecked curve (7.18) and 4 for a checked
-// one (7.33); 1.5 for both is as good on the scored sets that are not
-// language models at 50 and 75 %, and puts a language model that stops at
-// its target ahead of its line (docs/backtest.md 7.36).
-const crossingMultiple = 1.5
-
-// boundCrossing holds the curve's crossing xc to at most crossingMultiple
-// times the distance the job's own line puts the target at. With too few
+// boundCrossing holds the curve's crossing xc to at most m
+// (Settings.CrossingMultiple) times the distance the job's own line puts the target at. With too few
 // observations for the hindcast (newBlended), the curve's crossing is its
 // family's prior, not the job's: how much slower than its current rate
 // the job will improve is what its history has not shown yet, and a
@@ -324,13 +330,13 @@ const crossingMultiple = 1.5
 // before it sees, makes the last gain the fastest (7.33, 7.34). The line
 // is itself checked on the job's past (lineStretch), so the bound is the
 // simplest method's, widened by what the job has shown.
-func boundCrossing(obs []objPoint, level, xc float64) float64 {
+func boundCrossing(obs []objPoint, level, xc, m float64) float64 {
 	xLast := obs[len(obs)-1].x
 	xl, _, ok := linearCrossing(obs, level)
 	if !ok || xl <= xLast {
 		return xc
 	}
-	return math.Min(xc, xLast+crossingMultiple*(xl-xLast))
+	return math.Min(xc, xLast+m*(xl-xLast))
 }
 
 // runningSince is the instant from which the job has been working toward

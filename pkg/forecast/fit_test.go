@@ -721,7 +721,7 @@ func TestETAFromWhereARestartPutsTheJob(t *testing.T) {
 	}
 }
 
-// A curve puts the target at most crossingMultiple times as far as the
+// A curve puts the target at most CrossingMultiple times as far as the
 // job's own line does; a nearer crossing is kept, and without an
 // improving line there is no bound.
 func TestBoundCrossing(t *testing.T) {
@@ -730,14 +730,15 @@ func TestBoundCrossing(t *testing.T) {
 	if !ok || !(xl > 40) {
 		t.Fatalf("line crossing %v, %v", xl, ok)
 	}
-	bound := 40 + crossingMultiple*(xl-40)
+	m := DefaultSettings().CrossingMultiple
+	bound := 40 + m*(xl-40)
 	for _, tc := range []struct{ xc, want float64 }{{5000, bound}, {bound - 1, bound - 1}, {xl, xl}} {
-		if got := boundCrossing(obs, 0.3, tc.xc); math.Abs(got-tc.want) > 1e-9 {
+		if got := boundCrossing(obs, 0.3, tc.xc, m); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("crossing %v: bounded to %v, want %v (line %v)", tc.xc, got, tc.want, xl)
 		}
 	}
 	flat := []objPoint{{t: 10, x: 10, y: 1}, {t: 20, x: 20, y: 1}, {t: 30, x: 30, y: 1}, {t: 40, x: 40, y: 1}}
-	if got := boundCrossing(flat, 0.3, 5000); got != 5000 {
+	if got := boundCrossing(flat, 0.3, 5000, m); got != 5000 {
 		t.Errorf("no improving line: %v, want the curve's 5000", got)
 	}
 }
@@ -850,7 +851,7 @@ func TestFitIntervalWithinTheMetricsBounds(t *testing.T) {
 	}
 }
 
-// A checked curve's crossing is held to crossingMultiple times the
+// A checked curve's crossing is held to CrossingMultiple times the
 // job's own line's distance for the time to target only: a target within
 // that reach keeps the curve's time, one beyond it is held (a curve's
 // crossing near its asymptote is its least certain part), and the curve's
