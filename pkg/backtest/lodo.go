@@ -31,10 +31,11 @@ type Knob struct {
 // Knob groups: each is chosen by the measures it moves. The plateau knobs
 // move plateau calls and nothing else, the interval knobs interval
 // coverage, the hang knobs Hung calls, the divergence knobs Diverging
-// calls and the time-to-target knobs the time to target, so each group is
-// chosen separately. (The time to target also feeds plateau rule 4's hold
-// and a target-stopped run's final; the figures of those come from their
-// own groups' runs, under the shipped time-to-target knobs.)
+// calls, the time-to-target knobs the time to target and the pace knob the
+// ETA, so each group is chosen separately. (The time to target also feeds
+// plateau rule 4's hold and a target-stopped run's final, and the pace
+// the time to target; the figures of those come from their own groups'
+// runs, under the shipped values of the others.)
 //
 // Each knob lists its values from the most cautious to the least (a
 // smaller meaningful gain holds every job a larger one holds, a longer
@@ -78,6 +79,13 @@ var (
 	TTTKnobs = []Knob{
 		{"CrossingMultiple", []float64{1, 1.5, 2}, func(s *forecast.Settings, v float64) { s.CrossingMultiple = v }},
 		{"LineReplaceShare", []float64{1, 0.5, 0.25}, func(s *forecast.Settings, v float64) { s.LineReplaceShare = v }},
+	}
+	// The pace knob: a larger share of a slowing pace's trend gives the
+	// longer ETA for the usual job, whose pace slows in stages, and a
+	// longer ETA comes later to NearDone's protection, so the largest is
+	// listed first; 0 is the recent rate alone, as a straight line.
+	ETAKnobs = []Knob{
+		{"DampedTrend", []float64{1, 0.5, 0}, func(s *forecast.Settings, v float64) { s.DampedTrend = v }},
 	}
 )
 
@@ -137,10 +145,15 @@ type LODOFigures struct {
 	TimeToTargetPlanner []*float64 `json:"timeToTargetPlanner"`
 	TimeToTargetLinear  []*float64 `json:"timeToTargetLinear"`
 	TimeToTargetNever   []*float64 `json:"timeToTargetNever"`
+	// ETAPlanner is the planner's median ETA error and ETABaseline the
+	// better baseline's (the reported ETA or the linear step rate), per
+	// cutoff (nil where nothing was scored).
+	ETAPlanner  []*float64 `json:"etaPlanner"`
+	ETABaseline []*float64 `json:"etaBaseline"`
 }
 
 // LeaveOneDatasetOut runs the backtest once per grid point of each knob
-// group (plateau, interval, hang, divergence, time to target) and
+// group (plateau, interval, hang, divergence, time to target, pace) and
 // assembles the report.
 func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	opt.PerJob = false
@@ -155,9 +168,10 @@ func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 	hangRuns := gridRuns(HangKnobs, runWith)
 	divergeRuns := gridRuns(DivergeKnobs, runWith)
 	tttRuns := gridRuns(TTTKnobs, runWith)
+	etaRuns := gridRuns(ETAKnobs, runWith)
 
 	out := &LODOReport{SchemaVersion: SchemaVersion}
-	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs) {
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs, ETAKnobs) {
 		out.Knobs = append(out.Knobs, KnobGrid{Name: k.Name, Values: k.Values})
 	}
 	for _, ds := range datasetsOf(def) {
@@ -167,18 +181,21 @@ func LeaveOneDatasetOut(inputs []Input, opt Options) *LODOReport {
 		hg := choose(hangRuns, ds, hangLoss)
 		dv := choose(divergeRuns, ds, divergeLoss)
 		tt := choose(tttRuns, ds, tttLoss)
-		for _, g := range []gridRun{pl, iv, hg, dv, tt} {
+		et := choose(etaRuns, ds, etaLoss)
+		for _, g := range []gridRun{pl, iv, hg, dv, tt, et} {
 			maps.Copy(d.Chosen, g.values)
 		}
 		// Each knob group moves only its own measures, so each figure comes
 		// from the run of the group that moves it.
-		pf, cf, hf, df, tf := figuresOf(pl.r, ds), figuresOf(iv.r, ds), figuresOf(hg.r, ds), figuresOf(dv.r, ds), figuresOf(tt.r, ds)
+		pf, cf, hf, df := figuresOf(pl.r, ds), figuresOf(iv.r, ds), figuresOf(hg.r, ds), figuresOf(dv.r, ds)
+		tf, ef := figuresOf(tt.r, ds), figuresOf(et.r, ds)
 		d.LeaveOut = LODOFigures{PlateauFalsePositiveRate: pf.PlateauFalsePositiveRate, PrematureShare: pf.PrematureShare,
 			PlateauExtension: pf.PlateauExtension, PlateauExtensionHit: pf.PlateauExtensionHit, Coverage: cf.Coverage,
 			FalseHungRate: hf.FalseHungRate, Hang: hf.Hang, HangOnTime: hf.HangOnTime, HangEarly: hf.HangEarly,
 			FalseDivergingRate: df.FalseDivergingRate, Divergence: df.Divergence, DivergenceDetected: df.DivergenceDetected,
 			DivergenceBeforeNaN: df.DivergenceBeforeNaN, TimeToTargetPlanner: tf.TimeToTargetPlanner,
-			TimeToTargetLinear: tf.TimeToTargetLinear, TimeToTargetNever: tf.TimeToTargetNever}
+			TimeToTargetLinear: tf.TimeToTargetLinear, TimeToTargetNever: tf.TimeToTargetNever,
+			ETAPlanner: ef.ETAPlanner, ETABaseline: ef.ETABaseline}
 		out.Datasets = append(out.Datasets, d)
 	}
 	return out
@@ -325,6 +342,11 @@ func tttLoss(r *Report, ds string) float64 {
 	return sum/float64(n) + meanOfPtrs(f.TimeToTargetNever)
 }
 
+// etaLoss: the planner's median ETA error, averaged over the cutoffs.
+func etaLoss(r *Report, ds string) float64 {
+	return meanOfPtrs(figuresOf(r, ds).ETAPlanner)
+}
+
 // datasetsOf lists the original runs' datasets, sorted.
 func datasetsOf(r *Report) []string {
 	var out []string
@@ -367,6 +389,13 @@ func figuresOf(r *Report, ds string) LODOFigures {
 		f.TimeToTargetPlanner = append(f.TimeToTargetPlanner, tp)
 		f.TimeToTargetLinear = append(f.TimeToTargetLinear, tl)
 		f.TimeToTargetNever = append(f.TimeToTargetNever, tn)
+		var ep, eb *float64
+		for _, g := range r.ETA {
+			if g.Dataset == ds && g.Cutoff == cut {
+				ep, eb = g.Planner.Median, betterOf(g.Reported.Median, g.Linear.Median)
+			}
+		}
+		f.ETAPlanner, f.ETABaseline = append(f.ETAPlanner, ep), append(f.ETABaseline, eb)
 	}
 	for _, x := range r.Incidents.PlateauExtension.Rows {
 		if x.Dataset == ds {
@@ -388,6 +417,14 @@ func figuresOf(r *Report, ds string) LODOFigures {
 	d := divergenceSummary(rowsOf(r.Incidents.Divergence.Rows, ds))
 	f.Divergence, f.DivergenceDetected, f.DivergenceBeforeNaN = d.N, d.Detected, d.BeforeNaN
 	return f
+}
+
+// betterOf is the smaller of two errors (nil where neither was scored).
+func betterOf(a, b *float64) *float64 {
+	if a == nil || (b != nil && *b < *a) {
+		return b
+	}
+	return a
 }
 
 // rowsOf keeps one dataset's incident rows.
@@ -443,6 +480,9 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 	for _, c := range cutoffs {
 		head = append(head, "time to target "+cutLabel(c)+" planner / line (never)")
 	}
+	for _, c := range cutoffs {
+		head = append(head, "ETA "+cutLabel(c)+" planner / better baseline")
+	}
 	t.header(head...)
 	for _, d := range l.Datasets {
 		var ks []string
@@ -470,6 +510,9 @@ func (l *LODOReport) WriteTable(w io.Writer, cutoffs []float64) error {
 				pct(row.f.FalseDivergingRate), fmt.Sprintf("%d/%d (%d)", row.f.DivergenceDetected, row.f.Divergence, row.f.DivergenceBeforeNaN))
 			for i := range row.f.TimeToTargetPlanner {
 				cells = append(cells, tttCell(row.f.TimeToTargetPlanner[i], row.f.TimeToTargetLinear[i], row.f.TimeToTargetNever[i]))
+			}
+			for i := range row.f.ETAPlanner {
+				cells = append(cells, pct(row.f.ETAPlanner[i])+" / "+pct(row.f.ETABaseline[i]))
 			}
 			t.row(cells...)
 		}

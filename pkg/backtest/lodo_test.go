@@ -74,13 +74,14 @@ func TestChooseTieKeepsTheCautiousFirst(t *testing.T) {
 // that holds a job longest (the smallest meaningful gain, the longest anneal
 // hold), the interval knobs the one that gives the widest interval, the
 // time-to-target knobs the one that puts the crossing nearest (plateau
-// rule 4 holds a job whose crossing is near).
+// rule 4 holds a job whose crossing is near), the pace knob the one that
+// gives a slowing job the longest ETA (NearDone protects it later).
 func TestKnobsListTheCautiousValueFirst(t *testing.T) {
 	descending := map[string]bool{"PlateauAnnealShare": true, "IntervalInflation": true,
 		"IntervalAnnealShare": true, "IntervalHorizonPower": true, "MinImprovement": false,
 		"StepJumpShare": false, "PlateauThreshold": true, "HangMultiple": true, "HangSlack": true, "DivergeNoise": true, "DivergeShare": true,
-		"CrossingMultiple": false, "LineReplaceShare": true}
-	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs) {
+		"CrossingMultiple": false, "LineReplaceShare": true, "DampedTrend": true}
+	for _, k := range slices.Concat(PlateauKnobs, IntervalKnobs, HangKnobs, DivergeKnobs, TTTKnobs, ETAKnobs) {
 		desc, ok := descending[k.Name]
 		if !ok {
 			t.Errorf("knob %s: no caution order stated", k.Name)
@@ -175,5 +176,26 @@ func TestTimeToTargetFiguresAndLoss(t *testing.T) {
 	runs := []gridRun{{values: map[string]float64{"k": 1}, r: quitter}, {values: map[string]float64{"k": 2}, r: honest}}
 	if got := choose(runs, "b", tttLoss).values["k"]; got != 2 {
 		t.Errorf("chose k=%v, want 2: half the forecasts with no crossing outweigh a better paired error", got)
+	}
+}
+
+// The ETA figures are the dataset's planner and better-baseline medians,
+// and the loss is the planner's, averaged over the cutoffs it has.
+func TestETAFiguresAndLoss(t *testing.T) {
+	r := &Report{Cutoffs: []float64{0.25, 0.5}}
+	r.ETA = []ETAGroup{
+		{Dataset: "a", Cutoff: 0.25, Planner: Stat{Median: fptr(0.2)}, Reported: Stat{Median: fptr(0.5)}, Linear: Stat{Median: fptr(0.3)}},
+		{Dataset: "a", Cutoff: 0.5, Planner: Stat{Median: fptr(0.1)}, Linear: Stat{Median: fptr(0.4)}},
+		{Dataset: "b", Cutoff: 0.5, Planner: Stat{Median: fptr(0.9)}},
+	}
+	f := figuresOf(r, "a")
+	if *f.ETAPlanner[0] != 0.2 || *f.ETABaseline[0] != 0.3 || *f.ETAPlanner[1] != 0.1 || *f.ETABaseline[1] != 0.4 {
+		t.Errorf("ETA figures of a: planner %v, baseline %v", f.ETAPlanner, f.ETABaseline)
+	}
+	if l := etaLoss(r, "a"); math.Abs(l-0.15) > 1e-9 {
+		t.Errorf("ETA loss of a = %v, want 0.15", l)
+	}
+	if f := figuresOf(r, "b"); f.ETAPlanner[0] != nil || f.ETABaseline[1] != nil {
+		t.Errorf("ETA figures of b: planner %v, baseline %v", f.ETAPlanner, f.ETABaseline)
 	}
 }

@@ -97,6 +97,10 @@ type Settings struct {
 	// crossing instead of the curve's when the line's hindcast squared
 	// error is under this share of the curve's (newBlended).
 	LineReplaceShare float64
+	// DampedTrend is the share of the pace's fitted trend carried into the
+	// future (selectTrend weighs it against none by the job's own
+	// hindcasts; docs/backtest.md 7.3).
+	DampedTrend float64
 	// Curves are the curve-fitting settings.
 	Curves curve.Settings
 	// EndStep overrides the planned end on the progress axis (nil: the
@@ -129,6 +133,7 @@ func DefaultSettings() Settings {
 		OvershootEvalShare:       1,
 		CrossingMultiple:         1.5,
 		LineReplaceShare:         0.5,
+		DampedTrend:              0.5,
 		Curves:                   curve.DefaultSettings(),
 	}
 }

@@ -174,7 +174,7 @@ func measurePace(st *fitState) bool {
 	if axis == axisSteps || axis == axisEpochs {
 		paceAxis, perAxis = progress.Point.Fraction, 1/latestTotal(st.pts, axis)
 	}
-	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis))
+	st.pc, st.paceOK = fitPace(paceSamples(st.pts, paceAxis), st.s.DampedTrend)
 	if st.paceOK {
 		st.pc.position(st.pts, paceAxis)
 		st.pc.perAxis = perAxis

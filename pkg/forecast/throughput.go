@@ -135,10 +135,11 @@ func markPauses(s []paceSample) {
 }
 
 // fitPace fits the pace model and lets the job's own history weigh how
-// much of the fitted trend to carry forward (selectTrend; clearTrend when
-// the history is too short for that). ok is false with no samples.
-func fitPace(s []paceSample) (p pace, ok bool) {
-	phi, hindErr, minSamples, judged := selectTrend(s)
+// much of the fitted trend to carry forward, up to damped
+// (Settings.DampedTrend; selectTrend; clearTrend when the history is too
+// short for that). ok is false with no samples.
+func fitPace(s []paceSample, damped float64) (p pace, ok bool) {
+	phi, hindErr, minSamples, judged := selectTrend(s, damped)
 	p, ok = fitPaceLevel(s, minSamples)
 	p.phi, p.hindErr = phi, hindErr
 	if ok && !judged && p.clearTrend(s[0].x0) {
@@ -266,8 +267,8 @@ func (p pace) clearTrend(x0 float64) bool {
 
 // trendShares are the two shares of the fitted trend weighed by
 // selectTrend: none (the recent rate, as a straight line would) and the
-// damped trend.
-var trendShares = [...]float64{0, dampedTrend}
+// damped trend (Settings.DampedTrend).
+func trendShares(damped float64) [2]float64 { return [2]float64{0, damped} }
 
 // levelWindows are the two smallest sample counts of the recent window
 // that selectTrend chooses between: three (robust to one odd interval)
@@ -290,14 +291,15 @@ const minHindcastSamples = 8
 // sequence-length schedules), and the question is which method describes
 // the stage the job is in now. With too little history: the damped trend
 // over the wider window, no error, and judged false.
-func selectTrend(s []paceSample) (phi, hindErr float64, window int, judged bool) {
-	var errs [len(levelWindows)][len(trendShares)]float64
+func selectTrend(s []paceSample, damped float64) (phi, hindErr float64, window int, judged bool) {
+	shares := trendShares(damped)
+	var errs [len(levelWindows)][len(shares)]float64
 	n := 0
 	if len(s) >= minHindcastSamples {
-		n = hindcastPace(s, &errs)
+		n = hindcastPace(s, shares, &errs)
 	}
 	if n == 0 {
-		return dampedTrend, 0, levelWindows[0], false
+		return damped, 0, levelWindows[0], false
 	}
 	best := 0
 	for wi := range levelWindows {
@@ -308,15 +310,15 @@ func selectTrend(s []paceSample) (phi, hindErr float64, window int, judged bool)
 	// Inverse-squared-error weights over the two shares.
 	e0, e1 := errs[best][0]/float64(n), errs[best][1]/float64(n)
 	if e0+e1 <= 0 {
-		return dampedTrend, 0, levelWindows[best], true
+		return damped, 0, levelWindows[best], true
 	}
 	w := e0 * e0 / (e0*e0 + e1*e1)
-	return w * trendShares[1], w*e1 + (1-w)*e0, levelWindows[best], true
+	return w * shares[1], w*e1 + (1-w)*e0, levelWindows[best], true
 }
 
 // hindcastPace adds each method's relative error at each usable origin to
 // errs and returns the number of origins.
-func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]float64) int {
+func hindcastPace(s []paceSample, shares [2]float64, errs *[len(levelWindows)][2]float64) int {
 	last := s[len(s)-1]
 	t0 := s[0].start()
 	n := 0
@@ -341,7 +343,7 @@ func hindcastPace(s []paceSample, errs *[len(levelWindows)][len(trendShares)]flo
 				from, to, _ := levelWindow(s[:k], window)
 				p0.level, p0.xLevel, _ = ratioLevel(s[from:to])
 			}
-			for i, share := range trendShares {
+			for i, share := range shares {
 				p0.phi = share
 				pred, _ := p0.timeTo(last.x1)
 				errs[wi][i] += math.Abs(pred-actual) / actual
@@ -560,9 +562,6 @@ func robustSlope(s []paceSample) float64 {
 	}
 	return b
 }
-
-// dampedTrend is the share of the fitted trend carried into the future.
-const dampedTrend = 0.5
 
 // timeTo returns the seconds, counted from the latest moving point, needed
 // to reach progress xEnd, and its relative uncertainty.

@@ -12,6 +12,9 @@ import (
 	"github.com/progress-planner/planner/pkg/progress"
 )
 
+// dampedTrend is the shipped share of the pace's trend carried forward.
+var dampedTrend = DefaultSettings().DampedTrend
+
 // The pace's trend share is weighed by the job's own hindcasts: a job that
 // slowed down early and has kept a constant pace since is extrapolated
 // flat; a job that keeps slowing down keeps the damped trend.
@@ -27,11 +30,11 @@ func TestSelectTrendByHindcast(t *testing.T) {
 		return s
 	}
 	settled := samples(func(x float64) float64 { return 1 + math.Min(x, 30)/10 })
-	if phi, _, _, _ := selectTrend(settled); phi > 0.05 {
+	if phi, _, _, _ := selectTrend(settled, dampedTrend); phi > 0.05 {
 		t.Errorf("pace constant since x=30: trend share %v, want about 0", phi)
 	}
 	slowing := samples(func(x float64) float64 { return 1 + x/10 })
-	if phi, _, _, _ := selectTrend(slowing); phi < 0.6*dampedTrend {
+	if phi, _, _, _ := selectTrend(slowing, dampedTrend); phi < 0.6*dampedTrend {
 		t.Errorf("pace still slowing: trend share %v, want mostly the damped %v", phi, dampedTrend)
 	}
 }
@@ -56,17 +59,17 @@ func stages(taus ...float64) []paceSample {
 // at an even pace keeps the wider window.
 func TestSelectTrendWindowByHindcast(t *testing.T) {
 	staged := stages(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2)
-	if _, _, w, _ := selectTrend(staged); w != 1 {
+	if _, _, w, _ := selectTrend(staged, dampedTrend); w != 1 {
 		t.Errorf("a slower stage of two intervals: window %d, want 1", w)
 	}
-	if p, _ := fitPace(staged); math.Abs(p.level-2) > 1e-9 {
+	if p, _ := fitPace(staged, dampedTrend); math.Abs(p.level-2) > 1e-9 {
 		t.Errorf("a slower stage of two intervals: level %v, want the stage's 2 (three samples: 1.67)", p.level)
 	}
 	even := stages(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
-	if _, _, w, _ := selectTrend(even); w != levelWindows[0] {
+	if _, _, w, _ := selectTrend(even, dampedTrend); w != levelWindows[0] {
 		t.Errorf("an even pace: window %d, want the wider %d", w, levelWindows[0])
 	}
-	if _, _, w, _ := selectTrend(staged[:7]); w != levelWindows[0] {
+	if _, _, w, _ := selectTrend(staged[:7], dampedTrend); w != levelWindows[0] {
 		t.Errorf("too few samples for a hindcast: window %d, want the wider %d", w, levelWindows[0])
 	}
 }
@@ -76,7 +79,7 @@ func TestSelectTrendWindowByHindcast(t *testing.T) {
 // rate alone would (half the fitted trend, with no hindcast to weigh it).
 func TestFitPaceTrendFromThreeSamples(t *testing.T) {
 	s := stages(1, 1.5, 2)
-	p, ok := fitPace(s)
+	p, ok := fitPace(s, dampedTrend)
 	if !ok || p.phi != dampedTrend {
 		t.Fatalf("fitPace: ok %v, trend share %v, want the damped %v", ok, p.phi, dampedTrend)
 	}
@@ -116,7 +119,7 @@ func TestPaceTrendCostOnAnEvenPace(t *testing.T) {
 				s[i] = paceSample{x0: float64(i) / total, x1: float64(i+1) / total, dt: dt, t1: tm}
 			}
 			left := tm - s[n-1].t1
-			p, _ := fitPace(s[:n])
+			p, _ := fitPace(s[:n], dampedTrend)
 			secs, _ := p.timeTo(1)
 			errs[len(shares)] = append(errs[len(shares)], math.Abs(secs-left)/left)
 			for i, share := range shares {
@@ -156,13 +159,13 @@ func TestClearTrendWithoutHindcast(t *testing.T) {
 		}
 		return s
 	}
-	if p, _ := fitPace(samples(0.032, 0.032, 0.032, 0.059, 0.059, 0.059)); p.phi != 1 {
+	if p, _ := fitPace(samples(0.032, 0.032, 0.032, 0.059, 0.059, 0.059), dampedTrend); p.phi != 1 {
 		t.Errorf("steady stages: trend share %v, want 1", p.phi)
 	}
-	if p, _ := fitPace(samples(0.0336, 0.0304, 0.0336, 0.0304, 0.0336, 0.0304)); p.phi != dampedTrend {
+	if p, _ := fitPace(samples(0.0336, 0.0304, 0.0336, 0.0304, 0.0336, 0.0304), dampedTrend); p.phi != dampedTrend {
 		t.Errorf("an even pace, 5 %% either side: trend share %v, want the damped %v", p.phi, dampedTrend)
 	}
-	if p, _ := fitPace(samples(0.048, 0.04, 0.032, 0.032, 0.032, 0.032)); p.phi != dampedTrend {
+	if p, _ := fitPace(samples(0.048, 0.04, 0.032, 0.032, 0.032, 0.032), dampedTrend); p.phi != dampedTrend {
 		t.Errorf("a one-off speed-up: trend share %v, want the damped %v", p.phi, dampedTrend)
 	}
 }
