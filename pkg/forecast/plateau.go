@@ -336,12 +336,10 @@ func learningRateStarted(in *plateauInput) (bool, string) {
 }
 
 // stepJumpRecent (release rule 2): the latest step-schedule jump
-// (stepJumps, as rule 7 finds them) lies within the stall window: the best
-// value just fell by StepJumpShare or more of all the gain before it.
+// (stepJumps, as rule 7 finds them; none when StepJumpShare is 0) lies
+// within the stall window: the best value just fell by StepJumpShare or
+// more of all the gain before it.
 func stepJumpRecent(in *plateauInput) (bool, string) {
-	if in.s.StepJumpShare <= 0 {
-		return false, ""
-	}
 	if len(in.jumps) == 0 {
 		return false, ""
 	}
