@@ -42,7 +42,7 @@ FUZZMINIMIZE ?= 2s
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-.PHONY: all build test modules unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-lodo external-curves examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
+.PHONY: all build test modules unit unit-main unit-scheduler vet vet-main vet-scheduler vet-release vet-compat nested-scheduler nested-compat nested-release e2e-build e2e-release e2e-main-a e2e-main-b testbins-build probe-check fmt-check bench fuzz backtest backtest-stress backtest-lodo external-curves examples clean generate manifests verify-generated testbins chromium e2e e2e-lane-a e2e-lane-b e2e-compat capacity-backtest screenshots
 
 all: build
 
@@ -220,6 +220,9 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 
 backtest: ## make backtest DATA=../shared/data/curves [CUTOFFS=...] [EVAL_EVERY=3: the fewer-evaluations stress test] [EVAL_PAUSE=30: the evaluation-pause stress test] [LOSS_EVERY=5: training-loss reports between evaluations] (no DATA: embedded synthetic examples)
 	$(GO) run ./cmd/planner backtest --cutoffs $(CUTOFFS) --eval-every $(EVAL_EVERY) --eval-pause $(EVAL_PAUSE) --loss-every $(LOSS_EVERY) $(DATA)
+
+backtest-stress: ## make backtest-stress DATA="../shared/data/curves _output/external-curves": the backtest as recorded and under every stress test and metamorphic check, with the forecast-trust bounds each run misses (docs/backtest.md 7.53)
+	$(GO) run ./cmd/planner backtest --stress-battery $(DATA)
 
 backtest-lodo: ## make backtest-lodo DATA=../shared/data/curves: each dataset's figures under constants chosen without it (docs/backtest.md 7.2)
 	$(GO) run ./cmd/planner backtest --leave-one-dataset-out $(DATA)

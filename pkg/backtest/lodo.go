@@ -1,7 +1,6 @@
 package backtest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -530,8 +529,4 @@ func tttCell(planner, line, never *float64) string {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (l *LODOReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(l)
-}
+func (l *LODOReport) WriteJSON(w io.Writer) error { return writeJSON(w, l) }

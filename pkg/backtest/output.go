@@ -11,10 +11,13 @@ import (
 )
 
 // WriteJSON writes the report as indented JSON (docs/backtest.md).
-func (r *Report) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+// writeJSON is every report's JSON form: indented, one document.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
 
 func pct(v *float64) string {
