@@ -22,18 +22,20 @@ func TestStressBatteryRunsWhatEachVariantNames(t *testing.T) {
 	// The options each variant's flags stand for, written out here from
 	// the flags, not from the variants.
 	want := map[string]Options{
-		"as recorded":                        {},
-		"--eval-every 2":                     {EvalEvery: 2},
-		"--eval-every 3":                     {EvalEvery: 3},
-		"--eval-pause 30":                    {EvalPause: 30},
-		"--loss-every 5 --eval-pause 24":     {LossEvery: 5, EvalPause: 24},
-		"--stop-at-gain 0.99":                {StopAtGain: 0.99},
-		"--stop-at-gain 0.99 --eval-every 2": {StopAtGain: 0.99, EvalEvery: 2},
-		"--drop-total":                       {DropTotal: true},
-		"--stop-at-gain 0.99 --drop-total":   {StopAtGain: 0.99, DropTotal: true},
-		"--mirror-objective":                 {Mirror: true},
-		"--time-scale 10":                    {TimeScale: 10},
-		"--time-scale 0.1":                   {TimeScale: 0.1},
+		"as recorded":                         {},
+		"--eval-every 2":                      {EvalEvery: 2},
+		"--eval-every 3":                      {EvalEvery: 3},
+		"--eval-pause 30":                     {EvalPause: 30},
+		"--loss-every 5 --eval-pause 24":      {LossEvery: 5, EvalPause: 24},
+		"--eval-every 3 --eval-pause 30":      {EvalEvery: 3, EvalPause: 30},
+		"--stop-at-gain 0.99":                 {StopAtGain: 0.99},
+		"--stop-at-gain 0.99 --eval-every 2":  {StopAtGain: 0.99, EvalEvery: 2},
+		"--stop-at-gain 0.99 --eval-pause 30": {StopAtGain: 0.99, EvalPause: 30},
+		"--drop-total":                        {DropTotal: true},
+		"--stop-at-gain 0.99 --drop-total":    {StopAtGain: 0.99, DropTotal: true},
+		"--mirror-objective":                  {Mirror: true},
+		"--time-scale 10":                     {TimeScale: 10},
+		"--time-scale 0.1":                    {TimeScale: 0.1},
 	}
 	if len(want) != len(StressVariants) {
 		t.Fatalf("%d variants, %d expected", len(StressVariants), len(want))
