@@ -40,7 +40,9 @@ func TestStressBatteryRunsWhatEachVariantNames(t *testing.T) {
 	if len(want) != len(StressVariants) {
 		t.Fatalf("%d variants, %d expected", len(StressVariants), len(want))
 	}
-	s := StressBattery(inputs, Options{}, StressVariants)
+	// One cutoff keeps the 28 backtests of this test quick.
+	base := Options{Cutoffs: []float64{0.5}}
+	s := StressBattery(inputs, base, StressVariants)
 	if len(s.Runs) != len(StressVariants) {
 		t.Fatalf("%d runs for %d variants", len(s.Runs), len(StressVariants))
 	}
@@ -53,6 +55,7 @@ func TestStressBatteryRunsWhatEachVariantNames(t *testing.T) {
 			t.Errorf("variant %q not expected", run.Variant)
 			continue
 		}
+		o.Cutoffs = base.Cutoffs
 		r := Run(inputs, o)
 		if run.Files != len(inputs) || r.FilesRead != len(inputs) {
 			t.Errorf("%s: %d files read, want %d", run.Variant, run.Files, len(inputs))
