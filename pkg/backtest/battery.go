@@ -16,23 +16,23 @@ import (
 // backtest once under each of StressVariants and checks every run against
 // the forecast-trust bounds, in this order (trustBounds):
 //
-//  1. plateauFalsePositives: at most 5 % of a dataset's runs.
-//  2. prematurePlateau: at most 1 % of a dataset's cutoff forecasts
+//  1. plateauFPMisses: at most 5 % of a dataset's runs.
+//  2. prematureMisses: at most 1 % of a dataset's cutoff forecasts
 //     Plateaued with at least 2 % of its value still to gain (3.7).
-//  3. cleanAlarms: at most 1 % of a dataset's clean cutoff forecasts Hung
+//  3. cleanAlarmMisses: at most 1 % of a dataset's clean cutoff forecasts Hung
 //     or Diverging (3.5).
-//  4. coverage: the 80 % interval covers 70–90 % at every dataset's
+//  4. coverageMisses: the 80 % interval covers 70–90 % at every dataset's
 //     cutoff with at least 10 runs.
-//  5. etaBaseline: the ETA at every cutoff no more than 1 point behind the
+//  5. etaBaselineMisses: the ETA at every cutoff no more than 1 point behind the
 //     better baseline, every dataset together.
-//  6. etaHalfway: the ETA at 50 % at most ⅓ of the reported ETA's error
+//  6. etaHalfwayMisses: the ETA at 50 % at most ⅓ of the reported ETA's error
 //     and ½ of the linear step rate's.
-//  7. timeToTarget: the time to target at 50 % at most ½ of the line's
+//  7. tttMisses: the time to target at 50 % at most ½ of the line's
 //     error on the runs where both predict a crossing.
-//  8. hangs: every hang incident flagged on time, none before the hang.
-//  9. divergences: every divergence incident flagged, 80 % before the
+//  8. hangMisses: every hang incident flagged on time, none before the hang.
+//  9. divergenceMisses: every divergence incident flagged, 80 % before the
 //     first NaN.
-//  10. plateauExtension: 90 % of the plateau-extension incidents detected.
+//  10. plateauExtMisses: 90 % of the plateau-extension incidents detected.
 //
 // A run that misses a bound names it with where and by how much; the
 // figures behind it are the leave-one-dataset-out ones (LODOFigures), per
