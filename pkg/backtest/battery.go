@@ -164,27 +164,22 @@ func summarize(r *Report) StressSummary {
 			s.PlateauFalsePositives, s.PlateauRuns = g.FalsePositives, g.N
 		}
 	}
-	for _, g := range r.PrematurePlateau {
-		if g.Dataset == allGroup {
-			s.Premature += g.Premature
-			s.PrematureForecasts += g.Forecasts
-		}
-	}
+	s.Premature, s.PrematureForecasts = prematureOf(r, allGroup)
 	for _, g := range r.CleanAlarms {
 		if g.Dataset == allGroup {
 			s.Hung, s.Diverging, s.CleanForecasts = g.Hung, g.Diverging, g.Forecasts
 		}
 	}
 	for _, g := range r.FinalMetric {
-		if g.Dataset == allGroup || g.Coverage.N < minCoverageRuns || g.Coverage.Share == nil {
+		if g.Dataset == allGroup {
 			continue
 		}
-		switch c := *g.Coverage.Share; {
-		case c < minCoverage:
+		switch coverageBand(g.Coverage) {
+		case tooNarrow:
 			s.CoverageNarrow++
-		case c > maxCoverage:
+		case tooWide:
 			s.CoverageWide++
-		default:
+		case inBand:
 			s.CoverageInBand++
 		}
 	}
@@ -202,23 +197,51 @@ func summarize(r *Report) StressSummary {
 }
 
 // etaAt and tttAt are every dataset's ETA and time-to-target groups at a
-// cutoff (nil when it was not scored).
+// cutoff (nil when the planner was not scored there).
 func etaAt(r *Report, cut float64) *ETAGroup {
-	for i, g := range r.ETA {
-		if g.Dataset == allGroup && g.Cutoff == cut && g.Planner.Median != nil {
-			return &r.ETA[i]
-		}
+	if g := etaGroupOf(r, allGroup, cut); g != nil && g.Planner.Median != nil {
+		return g
 	}
 	return nil
 }
 
 func tttAt(r *Report, cut float64) *TTTGroup {
-	for i, g := range r.TimeToTarget {
-		if g.Benchmark == allGroup && g.Cutoff == cut && g.Paired.Planner.Median != nil {
-			return &r.TimeToTarget[i]
-		}
+	if g := tttGroupOf(r.TimeToTarget, allGroup, cut); g != nil && g.Paired.Planner.Median != nil {
+		return g
 	}
 	return nil
+}
+
+// prematureOf is one dataset's premature plateau calls and cutoff
+// forecasts, its cutoffs together.
+func prematureOf(r *Report, ds string) (premature, forecasts int) {
+	for _, g := range r.PrematurePlateau {
+		if g.Dataset == ds {
+			premature, forecasts = premature+g.Premature, forecasts+g.Forecasts
+		}
+	}
+	return premature, forecasts
+}
+
+// Where a dataset cutoff's interval coverage falls.
+const (
+	unscored  = "" // fewer than minCoverageRuns runs, or none covered or not
+	inBand    = "in band"
+	tooNarrow = "too narrow"
+	tooWide   = "too wide"
+)
+
+// coverageBand places a coverage against the 70–90 % band.
+func coverageBand(c Coverage) string {
+	switch {
+	case c.N < minCoverageRuns || c.Share == nil:
+		return unscored
+	case *c.Share < minCoverage:
+		return tooNarrow
+	case *c.Share > maxCoverage:
+		return tooWide
+	}
+	return inBand
 }
 
 // trustBound is one bound of the battery: its phrase and where a run
@@ -254,13 +277,7 @@ func plateauFPMisses(r *Report) (out []string) {
 // bound is per dataset.
 func prematureMisses(r *Report) (out []string) {
 	for _, ds := range datasetsOf(r) {
-		k, n := 0, 0
-		for _, g := range r.PrematurePlateau {
-			if g.Dataset == ds {
-				k, n = k+g.Premature, n+g.Forecasts
-			}
-		}
-		if n > 0 && float64(k) > maxPrematureShare*float64(n) {
+		if k, n := prematureOf(r, ds); n > 0 && float64(k) > maxPrematureShare*float64(n) {
 			out = append(out, fmt.Sprintf("%s %d of %d", ds, k, n))
 		}
 	}
@@ -278,15 +295,9 @@ func cleanAlarmMisses(r *Report) (out []string) {
 
 func coverageMisses(r *Report) (out []string) {
 	for _, g := range r.FinalMetric {
-		c := g.Coverage
-		if g.Dataset == allGroup || c.N < minCoverageRuns || c.Share == nil || (*c.Share >= minCoverage && *c.Share <= maxCoverage) {
-			continue
+		if band := coverageBand(g.Coverage); g.Dataset != allGroup && (band == tooNarrow || band == tooWide) {
+			out = append(out, fmt.Sprintf("%s at %s %s %% of %d, %s", g.Dataset, cutLabel(g.Cutoff), pct(g.Coverage.Share), g.Coverage.N, band))
 		}
-		side := "too wide"
-		if *c.Share < minCoverage {
-			side = "too narrow"
-		}
-		out = append(out, fmt.Sprintf("%s at %s %s %% of %d, %s", g.Dataset, cutLabel(g.Cutoff), pct(c.Share), c.N, side))
 	}
 	return out
 }

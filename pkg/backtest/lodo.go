@@ -380,19 +380,15 @@ func figuresOf(r *Report, ds string) LODOFigures {
 		}
 		f.PrematureShare, f.Coverage = append(f.PrematureShare, prem), append(f.Coverage, cov)
 		var tp, tl, tn *float64
-		for _, g := range r.tttByDataset {
-			if g.Benchmark == ds && g.Cutoff == cut && g.N > 0 {
-				tp, tl, tn = g.Paired.Planner.Median, g.Paired.Linear.Median, fptr(float64(g.PlannerNever)/float64(g.N))
-			}
+		if g := tttGroupOf(r.tttByDataset, ds, cut); g != nil && g.N > 0 {
+			tp, tl, tn = g.Paired.Planner.Median, g.Paired.Linear.Median, fptr(float64(g.PlannerNever)/float64(g.N))
 		}
 		f.TimeToTargetPlanner = append(f.TimeToTargetPlanner, tp)
 		f.TimeToTargetLinear = append(f.TimeToTargetLinear, tl)
 		f.TimeToTargetNever = append(f.TimeToTargetNever, tn)
 		var ep, eb *float64
-		for _, g := range r.ETA {
-			if g.Dataset == ds && g.Cutoff == cut {
-				ep, eb = g.Planner.Median, betterOf(g.Reported.Median, g.Linear.Median)
-			}
+		if g := etaGroupOf(r, ds, cut); g != nil {
+			ep, eb = g.Planner.Median, betterOf(g.Reported.Median, g.Linear.Median)
 		}
 		f.ETAPlanner, f.ETABaseline = append(f.ETAPlanner, ep), append(f.ETABaseline, eb)
 	}
@@ -416,6 +412,28 @@ func figuresOf(r *Report, ds string) LODOFigures {
 	d := divergenceSummary(rowsOf(r.Incidents.Divergence.Rows, ds))
 	f.Divergence, f.DivergenceDetected, f.DivergenceBeforeNaN = d.N, d.Detected, d.BeforeNaN
 	return f
+}
+
+// etaGroupOf is one dataset's ETA group at a cutoff (nil when none).
+func etaGroupOf(r *Report, ds string, cut float64) *ETAGroup {
+	for i, g := range r.ETA {
+		if g.Dataset == ds && g.Cutoff == cut {
+			return &r.ETA[i]
+		}
+	}
+	return nil
+}
+
+// tttGroupOf is the time-to-target group of key (a benchmark in
+// Report.TimeToTarget, a dataset in tttByDataset) at a cutoff (nil when
+// none).
+func tttGroupOf(groups []TTTGroup, key string, cut float64) *TTTGroup {
+	for i, g := range groups {
+		if g.Benchmark == key && g.Cutoff == cut {
+			return &groups[i]
+		}
+	}
+	return nil
 }
 
 // betterOf is the smaller of two errors (nil where neither was scored).
