@@ -42,6 +42,7 @@ and the last, and the reports around each change of run state
   planner backtest ../shared/data/curves --eval-every 3 -o json > sparse.json
   planner backtest ../shared/data/curves --stop-at-gain 0.99
   planner backtest ../shared/data/curves --drop-total
+  planner backtest ../shared/data/curves --seen-from 0.3
   planner backtest ../shared/data/curves --eval-pause 30 -o json > paused.json
   planner backtest ../shared/data/curves --loss-every 5 --eval-pause 24 -o json > silent.json
   planner backtest ../shared/data/curves --mirror-objective --time-scale 10 > recast.md
@@ -67,7 +68,7 @@ and the last, and the reports around each change of run state
 			}
 			start := time.Now()
 			opt := backtest.Options{Cutoffs: cuts, Workers: o.workers, PerJob: o.perJob && output.String() == formatJSON, EvalEvery: o.every, EvalPause: o.pause, LossEvery: o.loss,
-				StopAtGain: o.stopAt, DropTotal: o.noTotal, Mirror: o.mirror, TimeScale: o.tscale}
+				StopAtGain: o.stopAt, DropTotal: o.noTotal, SeenFrom: o.seenFrom, Mirror: o.mirror, TimeScale: o.tscale}
 			if o.lodo {
 				return writeLODO(cmd, backtest.LeaveOneDatasetOut(inputs, opt), cuts, output.String(), len(inputs), start)
 			}
@@ -106,6 +107,7 @@ and the last, and the reports around each change of run state
 	f.Float64Var(&o.loss, "loss-every", 0, "score each original run without a fixed total as if it also logged a training loss every this many seconds between its recorded reports: with --eval-pause, a stress test for jobs that report often and fall silent to evaluate (docs/backtest.md 7.15)")
 	f.Float64Var(&o.stopAt, "stop-at-gain", 0, "score each original run without a target as one that stops at a quality target, as MLPerf's do: the level where it had made this share (0-1] of its whole improvement, no fixed total; a stress test of the target-stop rules on datasets without targets (docs/backtest.md 7.26)")
 	f.BoolVar(&o.noTotal, "drop-total", false, "score each original run with a target and a fixed total as one that stops at that target with no fixed total, as a language model trained to a quality target does (MLPerf gpt3, llama2 LoRA): a stress test of the time to target on a schedule the forecast cannot see (docs/backtest.md 7.34)")
+	f.Float64Var(&o.seenFrom, "seen-from", 0, "score each original run as the planner sees a job it first saw at this share (0-0.9] of its run, every report before it dropped, as on a cluster the planner was installed on with jobs running: a stress test of the rules that read a job's early history (docs/backtest.md 7.56)")
 	f.BoolVar(&o.mirror, "mirror-objective", false, "score every file with its objective mirrored (each value v read as -v, the direction flipped): a metamorphic check that nothing depends on which way the objective points (docs/backtest.md 7.20)")
 	f.Float64Var(&o.tscale, "time-scale", 1, "score every file with its times multiplied by this factor: a metamorphic check for jobs far faster or slower than the corpus (docs/backtest.md 7.20)")
 	return cmd
@@ -136,12 +138,13 @@ type backtestOptions struct {
 	every           int
 	pause, loss     float64
 	stopAt          float64
+	seenFrom        float64
 	noTotal, mirror bool
 	tscale          float64
 }
 
 // batteryOwnFlags are the flags each run of the stress battery sets itself.
-var batteryOwnFlags = []string{"eval-every", "eval-pause", "loss-every", "stop-at-gain", "drop-total", "mirror-objective", "time-scale", "leave-one-dataset-out"}
+var batteryOwnFlags = []string{"eval-every", "eval-pause", "loss-every", "stop-at-gain", "drop-total", "seen-from", "mirror-objective", "time-scale", "leave-one-dataset-out"}
 
 // validate checks the flags (every mistake a usage error naming the flag)
 // and returns the cutoffs.
@@ -158,6 +161,8 @@ func (o *backtestOptions) validate(cmd *cobra.Command) ([]float64, error) {
 		return nil, usageErrorf("--loss-every %g: must be 0 or in [%d, %d] seconds", o.loss, backtest.MinLossEvery, backtest.MaxLossEvery)
 	case !(o.stopAt >= 0 && o.stopAt <= 1):
 		return nil, usageErrorf("--stop-at-gain %g: must be 0 or in (0, 1]", o.stopAt)
+	case !(o.seenFrom >= 0 && o.seenFrom <= backtest.MaxSeenFrom):
+		return nil, usageErrorf("--seen-from %g: must be 0 or in (0, %g]", o.seenFrom, backtest.MaxSeenFrom)
 	case !(o.tscale >= backtest.MinTimeScale && o.tscale <= backtest.MaxTimeScale):
 		return nil, usageErrorf("--time-scale %g: must be in [%g, %g]", o.tscale, backtest.MinTimeScale, backtest.MaxTimeScale)
 	case o.workers < 0 || o.workers > backtest.MaxWorkers():

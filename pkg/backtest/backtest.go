@@ -67,6 +67,10 @@ type Options struct {
 	// DropTotal scores each original run with a target and a fixed total
 	// as one that stops at that target with no fixed total (droppedTotal).
 	DropTotal bool
+	// SeenFrom in (0, MaxSeenFrom] scores each original run as the planner
+	// sees a job it first saw at that share of its run: every report
+	// before it dropped (firstSeenAt).
+	SeenFrom float64
 	// Mirror scores every file with its objective mirrored (v → −v, the
 	// direction flipped; mirroredObjective).
 	Mirror bool
@@ -463,7 +467,7 @@ func Run(inputs []Input, opt Options) *Report {
 		opt.TimeScale = 1
 	}
 	ev := &evaluator{cutoffs: opt.Cutoffs, engine: opt.Engine, optimus: opt.Optimus, perJob: opt.PerJob, evalEvery: opt.EvalEvery, evalPause: opt.EvalPause, lossEvery: opt.LossEvery, stopAtGain: opt.StopAtGain, dropTotal: opt.DropTotal,
-		mirror: opt.Mirror, timeScale: opt.TimeScale}
+		seenFrom: opt.SeenFrom, mirror: opt.Mirror, timeScale: opt.TimeScale}
 
 	type result struct {
 		job Job
@@ -495,7 +499,7 @@ func Run(inputs []Input, opt Options) *Report {
 	close(work)
 	wg.Wait()
 
-	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, StopAtGain: opt.StopAtGain, DropTotal: opt.DropTotal,
+	r := &Report{SchemaVersion: SchemaVersion, Cutoffs: opt.Cutoffs, EvalEvery: max(opt.EvalEvery, 1), EvalPause: opt.EvalPause, LossEvery: opt.LossEvery, StopAtGain: opt.StopAtGain, DropTotal: opt.DropTotal, SeenFrom: opt.SeenFrom,
 		Mirror: opt.Mirror, TimeScale: opt.TimeScale, FilesRead: len(inputs)}
 	var jobs []Job
 	for i, res := range results {

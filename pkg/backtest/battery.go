@@ -59,6 +59,7 @@ var StressVariants = []StressVariant{
 	{"--stop-at-gain 0.99 --eval-pause 30", func(o *Options) { o.StopAtGain, o.EvalPause = 0.99, 30 }},
 	{"--drop-total", func(o *Options) { o.DropTotal = true }},
 	{"--stop-at-gain 0.99 --drop-total", func(o *Options) { o.StopAtGain, o.DropTotal = 0.99, true }},
+	{"--seen-from 0.3", func(o *Options) { o.SeenFrom = 0.3 }},
 	{"--mirror-objective", func(o *Options) { o.Mirror = true }},
 	{"--time-scale 10", func(o *Options) { o.TimeScale = 10 }},
 	{"--time-scale 0.1", func(o *Options) { o.TimeScale = 0.1 }},

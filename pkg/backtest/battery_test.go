@@ -33,6 +33,7 @@ func TestStressBatteryRunsWhatEachVariantNames(t *testing.T) {
 		"--stop-at-gain 0.99 --eval-pause 30": {StopAtGain: 0.99, EvalPause: 30},
 		"--drop-total":                        {DropTotal: true},
 		"--stop-at-gain 0.99 --drop-total":    {StopAtGain: 0.99, DropTotal: true},
+		"--seen-from 0.3":                     {SeenFrom: 0.3},
 		"--mirror-objective":                  {Mirror: true},
 		"--time-scale 10":                     {TimeScale: 10},
 		"--time-scale 0.1":                    {TimeScale: 0.1},

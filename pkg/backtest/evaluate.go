@@ -36,14 +36,15 @@ type evaluator struct {
 	engine  Engine
 	optimus CurveFitter
 	perJob  bool
-	// evalEvery, evalPause, lossEvery, stopAtGain, dropTotal:
-	// Options.EvalEvery, EvalPause, LossEvery, StopAtGain and DropTotal
-	// (stressed).
+	// evalEvery, evalPause, lossEvery, stopAtGain, dropTotal, seenFrom:
+	// Options.EvalEvery, EvalPause, LossEvery, StopAtGain, DropTotal and
+	// SeenFrom (stressed).
 	evalEvery  int
 	evalPause  float64
 	lossEvery  float64
 	stopAtGain float64
 	dropTotal  bool
+	seenFrom   float64
 	// mirror, timeScale: Options.Mirror and TimeScale (recast; Run sets
 	// the scale's default, 1).
 	mirror    bool

@@ -130,6 +130,9 @@ func (t *tw) intro(r *Report) {
 	if r.StopAtGain > 0 {
 		t.f("Stress test (--stop-at-gain %g): each original run without a target stops at the level where it had made %g of its whole improvement, with no fixed total (docs/backtest.md 7.26).\n", r.StopAtGain, r.StopAtGain)
 	}
+	if r.SeenFrom > 0 {
+		t.f("Stress test (--seen-from %g): each original run as the planner sees a job it first saw at %g of its run, every report before dropped (docs/backtest.md 7.56).\n", r.SeenFrom, r.SeenFrom)
+	}
 	if r.LossEvery > 0 {
 		t.f("Stress test (--loss-every %g): each original run without a fixed total also logs a training loss every %g s between its recorded reports (docs/backtest.md 7.15).\n", r.LossEvery, r.LossEvery)
 	}

@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -19,6 +20,9 @@ import (
 // MaxEvalPause bounds Options.EvalPause (report intervals).
 const MaxEvalPause = 100
 
+// MaxSeenFrom bounds Options.SeenFrom (a share of the run).
+const MaxSeenFrom = 0.9
+
 // MinLossEvery and MaxLossEvery bound Options.LossEvery (seconds).
 const MinLossEvery, MaxLossEvery = 1, 3600
 
@@ -31,10 +35,37 @@ const stressLoss = "train_loss"
 // total where there was a target), then fewer evaluations, then the
 // training-loss reports between the recorded ones, then a pause at each
 // evaluation that is left (whose length is counted in the report
-// intervals the job then has).
+// intervals the job then has), and last what the planner did not see of
+// a job it first saw mid-run.
 func (ev *evaluator) stressed(f *progress.HistoryFile) *progress.HistoryFile {
 	f = droppedTotal(stoppedAtTarget(f, ev.stopAtGain), ev.dropTotal)
-	return pausedEvaluations(lossReports(sparseEvaluations(f, ev.evalEvery), ev.lossEvery), ev.evalPause)
+	f = pausedEvaluations(lossReports(sparseEvaluations(f, ev.evalEvery), ev.lossEvery), ev.evalPause)
+	return firstSeenAt(f, ev.seenFrom)
+}
+
+// firstSeenAt is an original run as the planner sees a job it first saw
+// at share of its run (Options.SeenFrom): every report before share of
+// its end dropped. The planner installed on a cluster with jobs already
+// running, or a job whose history was lost, has no report of how the job
+// began: the steep start, the warm-up and any step of its schedule before
+// then are unseen. Runs without an end, runs that would keep fewer than
+// two reports and incidents are returned as they are.
+func firstSeenAt(f *progress.HistoryFile, share float64) *progress.HistoryFile {
+	_, ok := stressable(f)
+	o := f.Header.Outcome
+	if !(share > 0) || !ok || o == nil || !(o.EndSeconds > 0) {
+		return f
+	}
+	from := share * o.EndSeconds
+	i, _ := slices.BinarySearchFunc(f.Reports, from, func(r progress.FileReport, t float64) int {
+		return cmp.Compare(r.T, t)
+	})
+	if len(f.Reports)-i < 2 {
+		return f
+	}
+	out := *f
+	out.Reports = f.Reports[i:]
+	return &out
 }
 
 // stoppedAtTarget is an original run without a target recast as one that

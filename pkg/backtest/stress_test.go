@@ -295,3 +295,36 @@ func TestStoppedAtTarget(t *testing.T) {
 		t.Error("a run with a target was recast again")
 	}
 }
+
+// A run the planner first saw at 30 % of its run (an 80 s run, reports
+// every 10 s): the reports before 24 s are gone, the rest and the header
+// as recorded. Off, an incident, a run without an end, and a share that
+// would leave fewer than two reports change nothing.
+func TestFirstSeenAt(t *testing.T) {
+	var reps []string
+	for i := 0; i <= 8; i++ {
+		reps = append(reps, fmt.Sprintf(`{"t":%d,"trainerStatus":{"metrics":[{"name":"eval_loss","value":"%d"}]}}`, 10*i, 20-i))
+	}
+	f := historyFile(t, reps...)
+	g := firstSeenAt(f, 0.3)
+	if got := reportTimes(g); got != "[30 40 50 60 70 80]" {
+		t.Errorf("reports at %s, want [30 40 50 60 70 80]", got)
+	}
+	if g.Header.Outcome != f.Header.Outcome || g.Reports[0].TrainerStatus.Metrics[0] != f.Reports[3].TrainerStatus.Metrics[0] {
+		t.Error("the header or a kept report changed")
+	}
+	if len(f.Reports) != 9 {
+		t.Error("the input was changed")
+	}
+	if firstSeenAt(f, 0) != f || firstSeenAt(f, 0.95) != f {
+		t.Error("recast with the stress off, or with fewer than two reports left")
+	}
+	noEnd := historyFile(t, reps...)
+	noEnd.Header.Outcome = nil
+	derived := "r0"
+	incident := historyFile(t, reps...)
+	incident.Header.DerivedFrom = &derived
+	if firstSeenAt(noEnd, 0.3) != noEnd || firstSeenAt(incident, 0.3) != incident {
+		t.Error("a run without an end, or an incident, was recast")
+	}
+}

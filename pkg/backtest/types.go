@@ -33,6 +33,10 @@ type Report struct {
 	// as if they stopped at that target with no fixed total (false: as
 	// recorded; --drop-total).
 	DropTotal bool `json:"dropTotal,omitempty"`
+	// SeenFrom: original runs were scored as if the planner first saw them
+	// at this share of their run, every report before it dropped (0: as
+	// recorded; --seen-from).
+	SeenFrom float64 `json:"seenFrom,omitempty"`
 	// Mirror: every file was scored with its objective mirrored (v → −v,
 	// the direction flipped; --mirror-objective).
 	Mirror bool `json:"mirror"`

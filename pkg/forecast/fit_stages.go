@@ -366,6 +366,7 @@ func predictFinal(st *fitState) bool {
 		pin.sb = smoothedBest(obs)
 		pin.stallFrom = stallWindowStart(obs, pin.sb, st.now, s)
 		pin.lr = metricValues(st.h, "learning_rate", st.now)
+		pin.unseenHead = unseenHeadAt(st.h, st.xEnd, st.now, pin.fixed)
 		if s.StepJumpShare > 0 {
 			pin.jumps = stepJumps(obs, s.StepJumpShare)
 		}

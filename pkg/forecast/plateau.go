@@ -53,7 +53,12 @@ import (
 //     step-schedule jumps (one observation gaining StepJumpShare of all the
 //     gain before it, several times its recent per-observation gains) is
 //     held while it has been flat for less than the run from its start
-//     to its last jump.
+//     to its last jump. A history of a job with a fixed total that begins
+//     after reports the planner did not see (first seen mid-run) hides the
+//     schedule before it, and the jump that began its flat stretch may
+//     be among its first observations, where none is looked for, or
+//     show no gain over them: the start of its flat stretch counts as
+//     a jump.
 //  8. unevaluatedSinceRestart: the job restarted (a readmission, a
 //     counter restart or a long silence began its latest history segment)
 //     and has not evaluated its objective since. The windows of the rules
@@ -75,11 +80,15 @@ type plateauInput struct {
 	stallFrom float64
 	lr        []objPoint
 	jumps     []int
-	h         *progress.History
-	obj       progress.Objective
-	now       float64
-	s         Settings
-	last      progress.Point // latest point up to now
+	// unseenHead is the planned-run position of the history's first
+	// report when the planner first saw the job mid-run (unseenHeadAt),
+	// else NaN.
+	unseenHead float64
+	h          *progress.History
+	obj        progress.Objective
+	now        float64
+	s          Settings
+	last       progress.Point // latest point up to now
 	// curve is the curve's plateau probability and relRem its expected
 	// remaining gain as a share of the gain so far (nil without a curve).
 	curve  float64
@@ -515,7 +524,8 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 		return false, ""
 	}
 	jumps := in.jumps
-	if len(jumps) == 0 {
+	unseen := !math.IsNaN(in.unseenHead)
+	if len(jumps) == 0 && !unseen {
 		return false, ""
 	}
 	// A fixed total's axis starts at 0, where the schedule's first stage
@@ -525,7 +535,18 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	if in.fixed {
 		start = math.Min(start, 0)
 	}
-	prev := in.obs[jumps[len(jumps)-1]].x
+	// A history that begins mid-run may have missed the jump its flat
+	// stretch began with: it can have been as late as that stretch's
+	// start (never before the history's own).
+	prev, seen := math.Inf(-1), len(jumps) > 0
+	if seen {
+		prev = in.obs[jumps[len(jumps)-1]].x
+	}
+	if unseen {
+		flat := in.obs[flatFrom(in.sb, in.obs[0].y, in.s.PlateauEpsilon)].x
+		prev = math.Max(prev, math.Max(in.unseenHead, flat))
+		seen = seen && prev == in.obs[jumps[len(jumps)-1]].x
+	}
 	period := prev - start
 	now, span, of := xLast, xLast-start, "its run so far"
 	if in.fixed {
@@ -533,6 +554,10 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	}
 	if now-prev >= period {
 		return false, ""
+	}
+	if !seen {
+		return true, fmt.Sprintf("first seen %.0f%% into %s: a step schedule's jump may have begun its flat stretch, %.0f%% of %s from its start; flat for %.0f%% of it since",
+			100*in.unseenHead/span, of, 100*period/span, of, 100*(now-prev)/span)
 	}
 	return true, fmt.Sprintf("step schedule: its history shows %d jump(s), the last %.0f%% of %s from its start; flat for %.0f%% of it since",
 		len(jumps), 100*period/span, of, 100*(now-prev)/span)
@@ -554,6 +579,54 @@ func stepJumps(obs []objPoint, share float64) []int {
 		best = math.Min(best, obs[i].y)
 	}
 	return out
+}
+
+// unseenHeadReports: a history whose first report is further from the
+// run's start than this many of its reports' progress begins after
+// reports the planner did not see (one late or lost report is jitter).
+const unseenHeadReports = 2
+
+// unseenHeadAt is the planned-run position (on the axis whose end is
+// xEnd) of the history's first report when the job has a fixed total and
+// that report lies more than unseenHeadReports of its reports' median
+// progress (over its first eight steps, which are the ones that tell what
+// came before) from the run's start: the planner first saw the job
+// mid-run (installed on a running cluster, or the job's history lost),
+// so what its schedule did before is unseen. A job that first reports
+// after an epoch of ten has shown the planner all it reported. Only
+// reports up to now count. NaN otherwise.
+func unseenHeadAt(h *progress.History, xEnd, now float64, fixed bool) float64 {
+	if !fixed || !(xEnd > 0) {
+		return math.NaN()
+	}
+	first, prev := math.NaN(), math.NaN()
+	var buf [8]float64
+	steps := buf[:0]
+	for _, p := range h.Points() {
+		if p.T > now {
+			break
+		}
+		x := axisAt(p, xEnd)
+		switch {
+		case math.IsNaN(x):
+			continue
+		case math.IsNaN(first):
+			if !(x > 0) {
+				return math.NaN() // seen from the start
+			}
+			first = x
+		case x > prev:
+			steps = append(steps, x-prev)
+		}
+		prev = x
+		if len(steps) == cap(buf) {
+			break
+		}
+	}
+	if len(steps) == 0 || first <= unseenHeadReports*stats.MedianInPlace(steps) {
+		return math.NaN()
+	}
+	return first
 }
 
 // axisAt is the job's current position on the axis whose end is xEnd.

@@ -12,10 +12,19 @@ import (
 // scheduled builds a history of n reports, 10 s apart, 10 steps each, of a
 // job with a fixed total of 10*n steps: metric values come from vals(step).
 func scheduled(n int, vals func(step float64) map[string]float64) *progress.History {
+	return scheduledFrom(n, 0, vals)
+}
+
+// scheduledFrom is scheduled as the planner sees a job it first saw at
+// step from: no report before it.
+func scheduledFrom(n int, from float64, vals func(step float64) map[string]float64) *progress.History {
 	h := progress.NewHistory(progress.DefaultLimits())
 	total := float64(10 * n)
 	for i := 0; i <= n; i++ {
 		step := float64(10 * i)
+		if step < from {
+			continue
+		}
 		ms := []string{"current_step", strconv.FormatFloat(step, 'f', -1, 64), "total_steps", strconv.FormatFloat(total, 'f', -1, 64)}
 		for name, v := range vals(step) {
 			ms = append(ms, name, strconv.FormatFloat(v, 'g', 6, 64))
@@ -354,6 +363,57 @@ func TestPlateauStepScheduleSpuriousJump(t *testing.T) {
 	}
 	if f := fitAt(h, lossMin, 2200, s); !f.Plateaued {
 		t.Errorf("at step 2200, flat for longer than the run before its last jump: not plateaued: %q", f.PlateauReason)
+	}
+}
+
+// A job the planner first saw mid-run (installed on a running cluster)
+// has no report of how its schedule began. Evaluated every 150 steps with
+// steps at 1,000 and 2,000 of 3,000 and first seen at step 800, its first
+// step shows at its second evaluation, too early for a jump to be looked
+// for, so the step rule found nothing and the anneal rule, a quarter of
+// the run, let it be called plateaued at step 1,950, just before its
+// second step. Its flat stretch may have begun with a step: it is held
+// for as long as the run before that stretch. Seen from its start, the
+// same job is held by the jump it shows. A job whose first report comes
+// one report interval into its run (one epoch of ten) was seen whole.
+func TestPlateauStepScheduleFirstSeenMidRun(t *testing.T) {
+	vals := func(step float64) map[string]float64 {
+		if step == 0 || math.Mod(step, 150) != 0 {
+			return nil
+		}
+		l := 3 + 2*math.Exp(-step/150) + 0.002*math.Sin(step)
+		if step >= 1000 {
+			l -= 0.8
+		}
+		if step >= 2000 {
+			l -= 0.4
+		}
+		return map[string]float64{"loss": l}
+	}
+	s := DefaultSettings()
+	if f := fitAt(scheduledFrom(300, 800, vals), lossMin, 1950, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "first seen 27% into the planned run") {
+		t.Errorf("first seen at step 800, at step 1950: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	if f := fitAt(scheduled(300, vals), lossMin, 1950, s); f.Plateaued || !strings.HasPrefix(f.PlateauReason, "step schedule: its history shows 1 jump(s)") {
+		t.Errorf("seen from its start, at step 1950: plateaued=%v reason %q", f.Plateaued, f.PlateauReason)
+	}
+	epochly := progress.NewHistory(progress.DefaultLimits())
+	for step := 300.0; step <= 3000; step += 300 {
+		epochly.Observe(step/10, progress.TrainerStatus{Metrics: metrics("current_step", strconv.FormatFloat(step, 'f', -1, 64), "total_steps", "3000", "loss", "3")})
+	}
+	for _, c := range []struct {
+		name  string
+		h     *progress.History
+		first float64 // NaN: seen whole
+	}{
+		{"first seen at step 800, a report every 10 steps", scheduledFrom(300, 800, vals), 800},
+		{"a report every 10 steps from step 0", scheduled(300, vals), math.NaN()},
+		{"a report every 300 steps from step 300", epochly, math.NaN()},
+	} {
+		got := unseenHeadAt(c.h, 3000, 3000, true)
+		if math.IsNaN(c.first) != math.IsNaN(got) || (!math.IsNaN(got) && got != c.first) {
+			t.Errorf("%s: unseenHeadAt %v, want %v", c.name, got, c.first)
+		}
 	}
 }
 
