@@ -581,16 +581,24 @@ func stepJumps(obs []objPoint, share float64) []int {
 	return out
 }
 
-// unseenHeadReports: a history whose first report is further from the
-// run's start than this many of its reports' progress begins after
-// reports the planner did not see (one late or lost report is jitter).
-const unseenHeadReports = 2
+// unseenHeadReports and unseenHeadShare: a history whose first report is
+// further from the run's start than this many of its reports' progress
+// and this share of its planned run begins after reports the planner did
+// not see. One late or lost report is jitter; so are a few coalesced at
+// the start of a run (the controller folds status changes it sees
+// together), and within a tenth of a run no step schedule's stage has
+// ended (warm-up and the steep start do).
+const (
+	unseenHeadReports = 2
+	unseenHeadShare   = 0.1
+)
 
 // unseenHeadAt is the planned-run position (on the axis whose end is
 // xEnd) of the history's first report when the job has a fixed total and
 // that report lies more than unseenHeadReports of its reports' median
 // progress (over its first eight steps, which are the ones that tell what
-// came before) from the run's start: the planner first saw the job
+// came before) and more than unseenHeadShare of the planned run from the
+// run's start: the planner first saw the job
 // mid-run (installed on a running cluster, or the job's history lost),
 // so what its schedule did before is unseen. A job that first reports
 // after an epoch of ten has shown the planner all it reported. Only
@@ -623,7 +631,7 @@ func unseenHeadAt(h *progress.History, xEnd, now float64, fixed bool) float64 {
 			break
 		}
 	}
-	if len(steps) == 0 || first <= unseenHeadReports*stats.MedianInPlace(steps) {
+	if len(steps) == 0 || first <= max(unseenHeadReports*stats.MedianInPlace(steps), unseenHeadShare*xEnd) {
 		return math.NaN()
 	}
 	return first

@@ -375,7 +375,8 @@ func TestPlateauStepScheduleSpuriousJump(t *testing.T) {
 // second step. Its flat stretch may have begun with a step: it is held
 // for as long as the run before that stretch. Seen from its start, the
 // same job is held by the jump it shows. A job whose first report comes
-// one report interval into its run (one epoch of ten) was seen whole.
+// one report interval into its run (one epoch of ten), or whose first
+// reports within a tenth of its run were not seen, was seen whole.
 func TestPlateauStepScheduleFirstSeenMidRun(t *testing.T) {
 	vals := func(step float64) map[string]float64 {
 		if step == 0 || math.Mod(step, 150) != 0 {
@@ -408,6 +409,7 @@ func TestPlateauStepScheduleFirstSeenMidRun(t *testing.T) {
 	}{
 		{"first seen at step 800, a report every 10 steps", scheduledFrom(300, 800, vals), 800},
 		{"a report every 10 steps from step 0", scheduled(300, vals), math.NaN()},
+		{"a report every 10 steps from step 150: the first reports coalesced", scheduledFrom(300, 150, vals), math.NaN()},
 		{"a report every 300 steps from step 300", epochly, math.NaN()},
 	} {
 		got := unseenHeadAt(c.h, 3000, 3000, true)
