@@ -538,15 +538,16 @@ func stepScheduleAhead(in *plateauInput) (bool, string) {
 	// A history that begins mid-run may have missed the jump its flat
 	// stretch began with: it can have been as late as that stretch's
 	// start (never before the history's own).
-	prev, seen := math.Inf(-1), len(jumps) > 0
-	if seen {
-		prev = in.obs[jumps[len(jumps)-1]].x
+	lastJump := math.Inf(-1)
+	if len(jumps) > 0 {
+		lastJump = in.obs[jumps[len(jumps)-1]].x
 	}
+	prev := lastJump
 	if unseen {
 		flat := in.obs[flatFrom(in.sb, in.obs[0].y, in.s.PlateauEpsilon)].x
 		prev = math.Max(prev, math.Max(in.unseenHead, flat))
-		seen = seen && prev == in.obs[jumps[len(jumps)-1]].x
 	}
+	seen := prev == lastJump // the hold is the last jump's, not the unseen one's
 	period := prev - start
 	now, span, of := xLast, xLast-start, "its run so far"
 	if in.fixed {
